@@ -1,0 +1,2 @@
+//! Placeholder until the adapter protocol lands.
+fn main() {}

@@ -1,0 +1,241 @@
+//! The session journal: a JSON Lines file in the session's state directory (seed 000,
+//! "Lifetime"). Loaded instructions are journal records like any other turn context, so a
+//! restart, a respawn or a fork restores them, and compaction drops them.
+//!
+//! An append counts only once it is durable: the line is written whole and `sync_data` returns.
+//! A torn last line (a crash mid-append) is tolerated on restore and cut off before the next
+//! append; a corrupt line anywhere else is an error, because guessing would lose records.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The journal's file name inside a state directory.
+pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// An instruction identity of an activation record: `{ relPath, sha256, supersedes }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Identity {
+    /// The /-form root-relative path.
+    pub rel_path: String,
+    /// SHA-256 of the sent content.
+    pub sha256: String,
+    /// Whether this version superseded another in the active context.
+    pub supersedes: bool,
+}
+
+/// A file of the startup prefix, kept so that a resume retains it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartupFile {
+    /// The /-form root-relative path.
+    pub path: String,
+    /// `root` or `module`.
+    pub kind: String,
+    /// SHA-256 of `content`.
+    pub sha256: String,
+    /// The sent content.
+    pub content: String,
+}
+
+/// One journal line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The fixed startup prefix of the session.
+    Startup {
+        /// Root file first, then the unconditional modules.
+        files: Vec<StartupFile>,
+    },
+    /// A turn-context record of kind `instructions`.
+    Instructions {
+        /// `details.instructions`.
+        instructions: Vec<Identity>,
+        /// The appended text.
+        rendered: String,
+    },
+    /// Compaction: every earlier turn-context record left the active context.
+    Compaction,
+}
+
+/// An open journal and the records it holds.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    records: Vec<Record>,
+}
+
+/// Why a journal could not be opened.
+#[derive(Debug)]
+pub enum JournalError {
+    /// The state directory or the file could not be read or created.
+    Io(io::Error),
+    /// A line other than the last is not a record.
+    Corrupt {
+        /// 1-based line.
+        line: usize,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+impl std::fmt::Display for JournalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JournalError::Io(e) => write!(f, "journal i/o error: {e}"),
+            JournalError::Corrupt { line, message } => {
+                write!(f, "{JOURNAL_FILE}:{line}: not a journal record: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for JournalError {}
+
+impl Journal {
+    /// Creates an empty journal in `state_dir`, replacing any earlier one.
+    pub fn create(state_dir: &Path) -> Result<Journal, JournalError> {
+        fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
+        let path = state_dir.join(JOURNAL_FILE);
+        File::create(&path).map_err(JournalError::Io)?;
+        Ok(Journal { path, records: Vec::new() })
+    }
+
+    /// Opens the journal in `state_dir` and restores its records.
+    pub fn open(state_dir: &Path) -> Result<Journal, JournalError> {
+        let path = state_dir.join(JOURNAL_FILE);
+        let text = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
+                Vec::new()
+            }
+            Err(e) => return Err(JournalError::Io(e)),
+        };
+        let mut records = Vec::new();
+        let mut good_end = 0usize;
+        let mut start = 0usize;
+        let mut line_no = 0usize;
+        while start < text.len() {
+            line_no += 1;
+            let rest = text.get(start..).unwrap_or(&[]);
+            let (line, complete, next) = match rest.iter().position(|&b| b == b'\n') {
+                Some(n) => (rest.get(..n).unwrap_or(&[]), true, start + n + 1),
+                None => (rest, false, text.len()),
+            };
+            match (serde_json::from_slice::<Record>(line), complete) {
+                (Ok(r), true) => {
+                    records.push(r);
+                    good_end = next;
+                }
+                // The last line without its newline, or an unparsable last line: a torn append.
+                (_, false) => break,
+                (Err(_), true) if next >= text.len() => break,
+                (Err(e), true) => return Err(JournalError::Corrupt { line: line_no, message: e.to_string() }),
+            }
+            start = next;
+        }
+        if good_end < text.len() {
+            let f = OpenOptions::new().write(true).open(&path).map_err(JournalError::Io)?;
+            f.set_len(good_end as u64).map_err(JournalError::Io)?;
+            f.sync_data().map_err(JournalError::Io)?;
+        }
+        Ok(Journal { path, records })
+    }
+
+    /// Appends `record` durably; on error nothing counts as appended.
+    pub fn append(&mut self, record: Record) -> io::Result<()> {
+        let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
+        line.push(b'\n');
+        let mut f = OpenOptions::new().append(true).create(true).open(&self.path)?;
+        f.write_all(&line)?;
+        f.sync_data()?;
+        self.records.push(record);
+        Ok(())
+    }
+
+    /// Every record, oldest first.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// The startup prefix, when the journal has one.
+    pub fn startup(&self) -> Option<&[StartupFile]> {
+        self.records.iter().find_map(|r| match r {
+            Record::Startup { files } => Some(files.as_slice()),
+            _ => None,
+        })
+    }
+
+    /// The latest active-context hash per path: instruction records after the last compaction,
+    /// the last record winning.
+    pub fn active(&self) -> HashMap<String, String> {
+        let from = self.records.iter().rposition(|r| matches!(r, Record::Compaction)).map_or(0, |i| i + 1);
+        let mut out = HashMap::new();
+        for r in self.records.iter().skip(from) {
+            if let Record::Instructions { instructions, .. } = r {
+                for id in instructions {
+                    out.insert(id.rel_path.clone(), id.sha256.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Copies this journal into `state_dir` for a fork, and opens the copy.
+    pub fn fork_into(&self, state_dir: &Path) -> Result<Journal, JournalError> {
+        fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
+        fs::copy(&self.path, state_dir.join(JOURNAL_FILE)).map_err(JournalError::Io)?;
+        Journal::open(state_dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn instr(path: &str, sha: &str) -> Record {
+        Record::Instructions {
+            instructions: vec![Identity { rel_path: path.into(), sha256: sha.into(), supersedes: false }],
+            rendered: String::new(),
+        }
+    }
+
+    #[test]
+    fn torn_last_line_is_tolerated_and_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::create(dir.path()).unwrap();
+        j.append(instr("a.md", "1")).unwrap();
+        let path = dir.path().join(JOURNAL_FILE);
+        let mut bytes = fs::read(&path).unwrap();
+        bytes.extend_from_slice(b"{\"type\":\"instr");
+        fs::write(&path, &bytes).unwrap();
+        let mut j = Journal::open(dir.path()).unwrap();
+        assert_eq!(j.records().len(), 1);
+        j.append(instr("b.md", "2")).unwrap();
+        let j = Journal::open(dir.path()).unwrap();
+        assert_eq!(j.records().len(), 2);
+    }
+
+    #[test]
+    fn corrupt_middle_line_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(JOURNAL_FILE), "garbage\n{\"type\":\"compaction\"}\n").unwrap();
+        assert!(matches!(Journal::open(dir.path()), Err(JournalError::Corrupt { line: 1, .. })));
+    }
+
+    #[test]
+    fn compaction_empties_the_active_context_and_last_record_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::create(dir.path()).unwrap();
+        j.append(instr("a.md", "1")).unwrap();
+        j.append(Record::Compaction).unwrap();
+        assert!(j.active().is_empty());
+        j.append(instr("a.md", "2")).unwrap();
+        j.append(instr("a.md", "3")).unwrap();
+        assert_eq!(j.active().get("a.md").map(String::as_str), Some("3"));
+    }
+}

@@ -1,0 +1,49 @@
+//! The reference resolver for project instruction files: the definition the conformance suite
+//! measures every other implementation against.
+//!
+//! It implements "Project instruction modules" (`shared/seeds/000_b0d8dbd604886449.txt`) and
+//! records every place the seed is silent in `spec-cases/DECISIONS.md`. The API is a
+//! [`Session`] that a test drives step by step and observes; it never knows it is under test.
+//!
+//! ```
+//! use reference::{Config, HostSource, Session, Source, ToolResult};
+//! let dir = tempfile::tempdir().unwrap();
+//! let root = dir.path().join("repo");
+//! std::fs::create_dir_all(root.join(".elowen/rules")).unwrap();
+//! std::fs::write(root.join("AGENTS.md"), "# Root\n").unwrap();
+//! std::fs::write(root.join(".elowen/rules/api.md"), "---\npaths: [\"src/**/*.ts\"]\n---\nAPI\n").unwrap();
+//! let source = Source::Host(HostSource::new(&root).unwrap());
+//! let (mut session, startup) = Session::start(Config::modules(), source, &dir.path().join("state")).unwrap();
+//! assert_eq!(startup.files[0].path, "AGENTS.md");
+//! session.observe(&ToolResult { tool: "read".into(), file_access: Some("src/a.ts".into()) });
+//! let out = session.next_request();
+//! assert_eq!(out.activation.unwrap().modules[0].path, ".elowen/rules/api.md");
+//! ```
+
+mod config;
+mod diag;
+mod discover;
+pub mod frontmatter;
+pub mod glob;
+mod journal;
+mod placement;
+mod relpath;
+mod render;
+mod resolver;
+mod session;
+mod source;
+mod winpath;
+pub mod yaml;
+
+pub use config::{Config, CONTEXT_FILE_MAX_BYTES};
+pub use diag::{Code, Diagnostic, Level};
+pub use discover::{instruction_file, modules, sha256_hex, Loaded, Modules};
+pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE};
+pub use placement::{place_root, Placement};
+pub use relpath::{Platform, RelPath};
+pub use render::{render, Part};
+pub use resolver::{for_paths, nested_folders};
+pub use session::{ActivatedModule, Activation, RequestOutcome, Session, SessionError, Startup, ToolResult};
+pub use source::{
+    Entry, EntryKind, Environment, HostSource, MemSource, MemTree, Node, ReadOutcome, Source, ROOT_LISTING_LIMIT,
+};

@@ -1,0 +1,67 @@
+//! Root placement on the host (seed 000, "Boundaries and authority"): which directory is the
+//! Project root for a session, given its working directory and the registered Projects.
+//!
+//! Precedence:
+//! 1. A linked Git worktree: the nearest `.git` at or above the working directory is a file whose
+//!    `gitdir:` names an administrative directory, whose `commondir` names a repository's `.git`.
+//!    When that is (by real path) the `.git` of the bound Project, or of a registered one when
+//!    none is bound, the worktree's own top level is the root; otherwise nothing is ("a linked
+//!    worktree of another repository contributes nothing, even if a host Project is bound").
+//!    Both relative pointers resolve against the directory that holds them, as Git documents.
+//! 2. The bound Project wins.
+//! 3. The registered Project containing the working directory (by real path; the deepest one).
+//! 4. Otherwise nothing: "an unregistered directory contributes nothing".
+//!
+//! No ancestor walk looks for instruction files; the only upward look is Git's own `.git`
+//! discovery in step 1.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// The inputs of root placement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    /// The session's working directory.
+    pub cwd: PathBuf,
+    /// The registered host Projects.
+    pub projects: Vec<PathBuf>,
+    /// The Project bound to the session, if any.
+    pub bound: Option<PathBuf>,
+}
+
+/// The `.git` a linked worktree's `.git` file points at, through `gitdir:` and `commondir`.
+fn linked_common_dir(git_file: &Path) -> Option<PathBuf> {
+    let text = fs::read_to_string(git_file).ok()?;
+    let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let holder = git_file.parent()?;
+    let admin = holder.join(gitdir);
+    let common = fs::read_to_string(admin.join("commondir")).ok()?;
+    fs::canonicalize(admin.join(common.trim())).ok()
+}
+
+/// The root for `p`, or `None` when the session has no Project root.
+pub fn place_root(p: &Placement) -> Option<PathBuf> {
+    let cwd = fs::canonicalize(&p.cwd).ok()?;
+    let candidates: Vec<&PathBuf> = match &p.bound {
+        Some(b) => vec![b],
+        None => p.projects.iter().collect(),
+    };
+    for dir in cwd.ancestors() {
+        let git = dir.join(".git");
+        let Ok(md) = fs::symlink_metadata(&git) else { continue };
+        if md.is_file() {
+            let common = linked_common_dir(&git)?;
+            let ours = candidates.iter().any(|c| fs::canonicalize(c.join(".git")).is_ok_and(|g| g == common));
+            return ours.then(|| dir.to_path_buf());
+        }
+        break;
+    }
+    if let Some(bound) = &p.bound {
+        return fs::canonicalize(bound).ok();
+    }
+    p.projects
+        .iter()
+        .filter_map(|proj| fs::canonicalize(proj).ok())
+        .filter(|real| cwd.starts_with(real))
+        .max_by_key(|real| real.components().count())
+}

@@ -1,0 +1,281 @@
+//! A session: what a test drives step by step and observes (seed 000, "Triggers and timing" and
+//! "Lifetime").
+//!
+//! - [`Session::start`] reads the root file and the unconditional modules once, as the fixed
+//!   startup prefix, and journals it.
+//! - [`Session::observe`] queues the path of a tool result that carries a file access, and does
+//!   nothing else: "core triggers on that field and never on a tool name".
+//! - [`Session::next_request`] drains the queue before the next model request, resolves the batch
+//!   against a fresh discovery, drops what the active context already holds, and appends exactly
+//!   one record, or none.
+//! - [`Session::compact`], [`Session::resume`] and [`Session::fork`] change or restore the
+//!   active context through the journal.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::diag::{Code, Diagnostic};
+use crate::discover::{self, Loaded};
+use crate::journal::{Identity, Journal, JournalError, Record, StartupFile};
+use crate::relpath::RelPath;
+use crate::render::{self, Part};
+use crate::resolver;
+use crate::source::Source;
+
+/// A settled tool result as core sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The tool's name; never consulted for triggering.
+    pub tool: String,
+    /// `details.fileAccess.path`, present only on a successful, authorized file access.
+    pub file_access: Option<String>,
+}
+
+/// What the session put in front of the model at spawn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Startup {
+    /// The root file, then every unconditional module ordered by path.
+    pub files: Vec<StartupFile>,
+    /// What discovery refused.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// One module of an activation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActivatedModule {
+    /// The /-form root-relative path.
+    pub path: String,
+    /// SHA-256 of `content`.
+    pub sha256: String,
+    /// Whether it supersedes an earlier version in the active context.
+    pub supersedes: bool,
+    /// The sent content.
+    pub content: String,
+}
+
+/// The one record an activation appended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Activation {
+    /// The modules, in resolver order.
+    pub modules: Vec<ActivatedModule>,
+    /// The appended text.
+    pub rendered: String,
+}
+
+/// What happened before one model request.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct RequestOutcome {
+    /// The appended record, if one was appended.
+    pub activation: Option<Activation>,
+    /// What the trigger pass refused or logged.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Why a session could not start, resume or fork.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The journal failed.
+    Journal(JournalError),
+    /// The state directory holds no session to resume.
+    NothingToResume,
+}
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SessionError::Journal(e) => e.fmt(f),
+            SessionError::NothingToResume => {
+                f.write_str("the state directory holds no session to resume (start one first)")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+impl From<JournalError> for SessionError {
+    fn from(e: JournalError) -> Self {
+        SessionError::Journal(e)
+    }
+}
+
+/// One conversation's instruction state.
+#[derive(Debug)]
+pub struct Session {
+    config: Config,
+    source: Source,
+    journal: Journal,
+    queue: Vec<RelPath>,
+    fail_next_append: bool,
+}
+
+fn startup_file(kind: &str, loaded: Loaded) -> StartupFile {
+    StartupFile {
+        path: loaded.path.as_str().to_string(),
+        kind: kind.to_string(),
+        sha256: loaded.sha256,
+        content: loaded.content,
+    }
+}
+
+fn sorted(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    diags.sort();
+    diags.dedup();
+    diags
+}
+
+impl Session {
+    /// Spawns a session: reads the startup prefix and journals it in a new journal.
+    pub fn start(config: Config, source: Source, state_dir: &Path) -> Result<(Session, Startup), SessionError> {
+        let mut diags = Vec::new();
+        let mut files = Vec::new();
+        if let Some(root) = discover::instruction_file(&source, &config, None, &mut diags) {
+            files.push(startup_file("root", root));
+        }
+        let modules = discover::modules(&source, &config);
+        diags.extend(modules.diagnostics);
+        files.extend(modules.unconditional.into_iter().map(|m| startup_file("module", m)));
+        let mut journal = Journal::create(state_dir)?;
+        journal
+            .append(Record::Startup { files: files.clone() })
+            .map_err(|e| SessionError::Journal(JournalError::Io(e)))?;
+        let session = Session { config, source, journal, queue: Vec::new(), fail_next_append: false };
+        Ok((session, Startup { files, diagnostics: sorted(diags) }))
+    }
+
+    /// Resumes the session journaled in `state_dir` after a restart or respawn: the startup
+    /// prefix is retained as stored and loaded modules are restored; the in-memory trigger queue
+    /// is gone ("Known limits": a trigger caught before a pause is lost).
+    pub fn resume(config: Config, source: Source, state_dir: &Path) -> Result<Session, SessionError> {
+        let journal = Journal::open(state_dir)?;
+        if journal.startup().is_none() {
+            return Err(SessionError::NothingToResume);
+        }
+        Ok(Session { config, source, journal, queue: Vec::new(), fail_next_append: false })
+    }
+
+    /// Forks into `state_dir`: the fork keeps the parent's startup prefix and journal, not its
+    /// in-memory queue.
+    pub fn fork(&self, state_dir: &Path) -> Result<Session, SessionError> {
+        let journal = self.journal.fork_into(state_dir)?;
+        Ok(Session {
+            config: self.config.clone(),
+            source: self.source.clone(),
+            journal,
+            queue: Vec::new(),
+            fail_next_append: false,
+        })
+    }
+
+    /// The retained startup prefix.
+    pub fn startup(&self) -> Vec<StartupFile> {
+        self.journal.startup().map(<[StartupFile]>::to_vec).unwrap_or_default()
+    }
+
+    /// The file source, for edits to an in-memory tree between steps.
+    pub fn source_mut(&mut self) -> &mut Source {
+        &mut self.source
+    }
+
+    /// Takes the source back, for a resume after the session is dropped.
+    pub fn into_source(self) -> Source {
+        self.source
+    }
+
+    /// The observer fed from the tool-result seam: queues the touched path of a result that
+    /// carries a file access inside the root. Everything else is ignored without a diagnostic.
+    pub fn observe(&mut self, result: &ToolResult) {
+        let Some(path) = &result.file_access else { return };
+        let Some(rel) = self.source.within(path) else { return };
+        if !self.queue.contains(&rel) {
+            self.queue.push(rel);
+        }
+    }
+
+    /// Makes the next journal append fail, as a full disk or a lost journal connection would.
+    pub fn fail_next_append(&mut self) {
+        self.fail_next_append = true;
+    }
+
+    /// Compaction: the summarized history, and the instruction records in it, leave the active
+    /// context, so the next matching trigger loads the module again.
+    pub fn compact(&mut self) -> std::io::Result<()> {
+        self.journal.append(Record::Compaction)
+    }
+
+    /// Drains the queue before the next model request (`context_with_system`).
+    pub fn next_request(&mut self) -> RequestOutcome {
+        if self.queue.is_empty() {
+            return RequestOutcome::default();
+        }
+        let batch = std::mem::take(&mut self.queue);
+        let modules = discover::modules(&self.source, &self.config);
+        let mut diags = modules.diagnostics.clone();
+        let resolved = resolver::for_paths(&self.source, &self.config, &modules, &batch, &mut diags);
+        let active = self.journal.active();
+        let chosen: Vec<(Loaded, bool)> = resolved
+            .into_iter()
+            .filter_map(|m| match active.get(m.path.as_str()) {
+                Some(hash) if *hash == m.sha256 => None,
+                Some(_) => Some((m, true)),
+                None => Some((m, false)),
+            })
+            .collect();
+        if chosen.is_empty() {
+            return RequestOutcome { activation: None, diagnostics: sorted(diags) };
+        }
+        let root = self.source.root_display();
+        let platform = self.source.platform();
+        let sources: Vec<String> = chosen.iter().map(|(m, _)| platform.display_join(&root, &m.path)).collect();
+        let parts: Vec<Part<'_>> = chosen
+            .iter()
+            .zip(&sources)
+            .map(|((m, sup), src)| Part { source_path: src, content: &m.content, supersedes: *sup })
+            .collect();
+        let rendered = render::render(&parts);
+        let instructions: Vec<Identity> = chosen
+            .iter()
+            .map(|(m, sup)| Identity {
+                rel_path: m.path.as_str().to_string(),
+                sha256: m.sha256.clone(),
+                supersedes: *sup,
+            })
+            .collect();
+        let record = Record::Instructions { instructions, rendered: rendered.clone() };
+        let appended = if std::mem::take(&mut self.fail_next_append) {
+            Err(std::io::Error::other("journal append failed"))
+        } else {
+            self.journal.append(record)
+        };
+        if let Err(e) = appended {
+            // Nothing counts as loaded unless the append succeeded: the batch goes back to the
+            // front of the queue and retries at the next context boundary.
+            let touched: Vec<&str> = batch.iter().map(RelPath::as_str).collect();
+            diags.push(Diagnostic::new(
+                Code::InstructionActivationFailed,
+                "",
+                format!("instruction activation append failed ({e}); requeued {}", touched.join(", ")),
+            ));
+            let later = std::mem::replace(&mut self.queue, batch);
+            for p in later {
+                if !self.queue.contains(&p) {
+                    self.queue.push(p);
+                }
+            }
+            return RequestOutcome { activation: None, diagnostics: sorted(diags) };
+        }
+        let modules = chosen
+            .into_iter()
+            .map(|(m, supersedes)| ActivatedModule {
+                path: m.path.as_str().to_string(),
+                sha256: m.sha256,
+                supersedes,
+                content: m.content,
+            })
+            .collect();
+        RequestOutcome { activation: Some(Activation { modules, rendered }), diagnostics: sorted(diags) }
+    }
+}
