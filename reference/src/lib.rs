@@ -23,6 +23,7 @@
 mod config;
 mod diag;
 mod discover;
+pub mod driver;
 pub mod frontmatter;
 pub mod glob;
 mod journal;

@@ -478,6 +478,11 @@ impl MemSource {
         MemSource { root: root.into(), tree, environment }
     }
 
+    /// The path rules of the tree.
+    pub fn platform(&self) -> Platform {
+        self.tree.platform
+    }
+
     /// The tree, for edits between steps.
     pub fn tree_mut(&mut self) -> &mut MemTree {
         &mut self.tree

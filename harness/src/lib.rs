@@ -1,0 +1,10 @@
+//! The conformance harness: loads scenarios, materialises their trees, drives their steps through
+//! an [`Implementation`], compares observations with expectations, and reports.
+//!
+//! Data flows one way: scenario YAML → [`load`] → [`tree`] → [`run`] (through an
+//! [`Implementation`]) → [`compare`] → one [`run::CaseResult`] per case → [`report`] → exit code.
+
+pub mod implementation;
+pub mod scenario;
+
+pub use implementation::{Hello, ImplError, Implementation, InProcess};

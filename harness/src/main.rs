@@ -1,0 +1,2 @@
+//! The `conformance` CLI.
+fn main() {}

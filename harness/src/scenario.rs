@@ -1,0 +1,446 @@
+//! The scenario model (spec-cases/FORMAT.md): one YAML file per case, loaded strictly. Unknown
+//! keys are errors, and every error names the file, the line and the field.
+//!
+//! Tree entries and steps are maps whose shape depends on a key, so they have hand-written
+//! visitors: that keeps serde_yaml's line numbers on every error, which `untagged` enums lose.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use reference::driver::CasePlatform as Platform;
+pub use reference::driver::WireEnvironment as Environment;
+
+/// One scenario.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Stable id: never changed, never reused. The file path is only a display name.
+    pub id: String,
+    /// What the case shows, as a sentence.
+    pub title: String,
+    /// The seed sentences (or written decisions) the case tests.
+    pub spec: Vec<SpecRef>,
+    /// Clause ids from spec-cases/clauses (the coverage gate).
+    #[serde(default)]
+    pub clauses: Vec<String>,
+    /// The profile: `modules`.
+    pub profile: String,
+    /// Whose files: posix (a real directory), windows or managed (in memory).
+    pub platform: Platform,
+    /// Features from spec-cases/features.yaml; an adapter lacking one reports UNSUPPORTED.
+    pub features: Vec<String>,
+    /// The root of an in-memory tree. Defaults: `C:\work\repo` (windows), `/workspace` (managed).
+    #[serde(default)]
+    pub root: Option<String>,
+    /// The managed environment's state at open. The default is running.
+    #[serde(default)]
+    pub environment: Option<Environment>,
+    /// Root placement inputs (posix), relative to the project directory.
+    #[serde(default)]
+    pub placement: Option<PlacementSpec>,
+    /// Files, relative to the project directory; `../x` is beside it, outside the root.
+    #[serde(default)]
+    pub tree: BTreeMap<String, TreeValue>,
+    /// Strings that must never appear in any observation.
+    #[serde(default)]
+    pub canaries: Vec<String>,
+    /// The session's life.
+    pub steps: Vec<Step>,
+}
+
+/// A citation of the seed text, or of a written decision.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SpecRef {
+    /// The seed file's number prefix (`000`), absent for a decision.
+    #[serde(default)]
+    pub seed: Option<String>,
+    /// The section heading in the seed.
+    #[serde(default)]
+    pub heading: Option<String>,
+    /// The quoted sentence.
+    #[serde(default)]
+    pub quote: Option<String>,
+    /// A decision id from spec-cases/DECISIONS.md.
+    #[serde(default)]
+    pub decision: Option<String>,
+}
+
+/// Root placement inputs, relative to the project directory.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlacementSpec {
+    /// The working directory. The default is `.`.
+    #[serde(default = "dot")]
+    pub cwd: String,
+    /// Registered Projects. The default is `[.]`.
+    #[serde(default = "dots")]
+    pub projects: Vec<String>,
+    /// The bound Project.
+    #[serde(default)]
+    pub bound: Option<String>,
+}
+
+fn dot() -> String {
+    ".".into()
+}
+fn dots() -> Vec<String> {
+    vec![".".into()]
+}
+
+/// What a tree entry is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TreeValue {
+    /// A file with these bytes.
+    File(#[schemars(with = "String")] Vec<u8>),
+    /// A file of `size` bytes of `fill` (repeated, cut at `size`).
+    Sized {
+        /// Bytes.
+        size: u64,
+        /// The repeated text. The default is `a`.
+        fill: String,
+    },
+    /// A sparse file of `size` bytes (posix only).
+    Sparse(u64),
+    /// A directory.
+    Dir,
+    /// A symlink with this target text, made as written.
+    Symlink(String),
+    /// A FIFO (posix only).
+    Fifo,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EntrySpec {
+    text: Option<String>,
+    hex: Option<String>,
+    size: Option<u64>,
+    fill: Option<String>,
+    sparse: Option<u64>,
+    dir: Option<bool>,
+    symlink: Option<String>,
+    fifo: Option<bool>,
+}
+
+fn hex_bytes(s: &str) -> Result<Vec<u8>, String> {
+    let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    reference::driver::from_hex(&compact)
+}
+
+impl TryFrom<EntrySpec> for TreeValue {
+    type Error = String;
+    fn try_from(e: EntrySpec) -> Result<TreeValue, String> {
+        let kinds = [
+            e.text.is_some(),
+            e.hex.is_some(),
+            e.size.is_some(),
+            e.sparse.is_some(),
+            e.dir.is_some(),
+            e.symlink.is_some(),
+            e.fifo.is_some(),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return Err("a tree entry needs exactly one of text, hex, size, sparse, dir, symlink, fifo".into());
+        }
+        if e.fill.is_some() && e.size.is_none() {
+            return Err("fill goes with size".into());
+        }
+        Ok(if let Some(t) = e.text {
+            TreeValue::File(t.into_bytes())
+        } else if let Some(h) = e.hex {
+            TreeValue::File(hex_bytes(&h)?)
+        } else if let Some(size) = e.size {
+            let fill = e.fill.unwrap_or_else(|| "a".into());
+            if fill.is_empty() {
+                return Err("fill must not be empty".into());
+            }
+            TreeValue::Sized { size, fill }
+        } else if let Some(s) = e.sparse {
+            TreeValue::Sparse(s)
+        } else if let Some(t) = e.symlink {
+            TreeValue::Symlink(t)
+        } else if e.fifo == Some(true) {
+            TreeValue::Fifo
+        } else if e.dir == Some(true) {
+            TreeValue::Dir
+        } else {
+            return Err("dir and fifo take `true`".into());
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for TreeValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TreeValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("file text, or a mapping with one of text, hex, size, sparse, dir, symlink, fifo")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<TreeValue, E> {
+                Ok(TreeValue::File(s.as_bytes().to_vec()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TreeValue, A::Error> {
+                let spec = EntrySpec::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                TreeValue::try_from(spec).map_err(de::Error::custom)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// How a touch is reported by the tool.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TouchSpec {
+    /// The path the call named, as the tool reports it.
+    pub path: String,
+    /// The tool. The default is `read`.
+    #[serde(default = "read")]
+    pub tool: String,
+    /// Whether the result carries `details.fileAccess`. The default is true for a successful
+    /// read, write or edit, false for anything else.
+    #[serde(default)]
+    pub file_access: Option<bool>,
+    /// `ok` (the default), `error`, `refused` or `past_eof`.
+    #[serde(default = "ok")]
+    pub outcome: String,
+}
+
+fn read() -> String {
+    "read".into()
+}
+fn ok() -> String {
+    "ok".into()
+}
+
+impl TouchSpec {
+    /// Whether the result carries a file access: explicit, else the files plugin's rule.
+    pub fn carries_file_access(&self) -> bool {
+        self.file_access
+            .unwrap_or_else(|| matches!(self.tool.as_str(), "read" | "write" | "edit") && self.outcome == "ok")
+    }
+}
+
+/// A file write between steps.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteSpec {
+    /// The path.
+    pub path: String,
+    /// The new content.
+    #[serde(flatten)]
+    pub value: WriteValue,
+}
+
+/// New file content.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WriteValue {
+    /// Text.
+    Text(String),
+    /// Hex bytes.
+    Hex(String),
+}
+
+impl WriteValue {
+    /// The bytes.
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        match self {
+            WriteValue::Text(t) => Ok(t.clone().into_bytes()),
+            WriteValue::Hex(h) => hex_bytes(h),
+        }
+    }
+}
+
+/// A rename between steps.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenameSpec {
+    /// From.
+    pub from: String,
+    /// To.
+    pub to: String,
+}
+
+/// One step of a session's life.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Spawn.
+    Start,
+    /// A tool result.
+    Touch(TouchSpec),
+    /// The next model request.
+    NextRequest,
+    /// Compaction.
+    Compact,
+    /// Cold clearing.
+    ColdClear,
+    /// A daemon restart (for adapters, a real process restart with the same state directory).
+    Restart,
+    /// A fork.
+    Fork,
+    /// The next journal append fails.
+    FailNextAppend,
+    /// A file is written.
+    Write(WriteSpec),
+    /// A file is deleted.
+    Delete(String),
+    /// A file is renamed.
+    Rename(RenameSpec),
+    /// The managed environment changes state.
+    Environment(Environment),
+}
+
+/// A step: one action, and what to expect of it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Step {
+    /// The action.
+    #[serde(flatten)]
+    pub action: Action,
+    /// Expectations; absent: nothing is checked at this step.
+    pub expect: Option<Expect>,
+}
+
+const ACTIONS: &[&str] = &[
+    "start",
+    "touch",
+    "next_request",
+    "compact",
+    "cold_clear",
+    "restart",
+    "fork",
+    "fail_next_append",
+    "write",
+    "delete",
+    "rename",
+    "environment",
+];
+
+impl<'de> Deserialize<'de> for Step {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Step;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a step: a mapping with one of {} and an optional expect", ACTIONS.join(", "))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Step, A::Error> {
+                let mut action = None;
+                let mut expect = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "expect" {
+                        if expect.is_some() {
+                            return Err(de::Error::duplicate_field("expect"));
+                        }
+                        expect = Some(map.next_value::<Expect>()?);
+                        continue;
+                    }
+                    if action.is_some() {
+                        return Err(de::Error::custom(format!(
+                            "step has a second action '{key}' (one action per step)"
+                        )));
+                    }
+                    action = Some(match key.as_str() {
+                        "start" => unit(&mut map, Action::Start)?,
+                        "next_request" => unit(&mut map, Action::NextRequest)?,
+                        "compact" => unit(&mut map, Action::Compact)?,
+                        "cold_clear" => unit(&mut map, Action::ColdClear)?,
+                        "restart" => unit(&mut map, Action::Restart)?,
+                        "fork" => unit(&mut map, Action::Fork)?,
+                        "fail_next_append" => unit(&mut map, Action::FailNextAppend)?,
+                        "touch" => Action::Touch(map.next_value()?),
+                        "write" => Action::Write(map.next_value()?),
+                        "delete" => Action::Delete(map.next_value()?),
+                        "rename" => Action::Rename(map.next_value()?),
+                        "environment" => Action::Environment(map.next_value()?),
+                        other => return Err(de::Error::unknown_field(other, ACTIONS)),
+                    });
+                }
+                let action = action.ok_or_else(|| de::Error::custom("step has no action"))?;
+                Ok(Step { action, expect })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Reads an action without arguments: `start:` with nothing after it.
+fn unit<'de, A: MapAccess<'de>>(map: &mut A, action: Action) -> Result<Action, A::Error> {
+    map.next_value::<Option<()>>()?;
+    Ok(action)
+}
+
+/// What a step must observe. Comparison semantics (FORMAT.md): lists of files and modules are
+/// ordered; diagnostics are a multiset of (code, path[, line]) and, once `expect` is given, an
+/// omitted `diagnostics` means none.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The startup prefix, in order.
+    #[serde(default)]
+    pub startup: Option<Vec<ExpectFile>>,
+    /// The modules of the appended record, in order; `[]`: nothing appended.
+    #[serde(default)]
+    pub activation: Option<Vec<ExpectModule>>,
+    /// The appended text, `{root}` standing for the root's display form.
+    #[serde(default)]
+    pub rendered: Option<String>,
+    /// The diagnostics.
+    #[serde(default)]
+    pub diagnostics: Vec<ExpectDiagnostic>,
+}
+
+/// An expected startup file.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectFile {
+    /// /-form root-relative path.
+    pub path: String,
+    /// `root` or `module`.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The exact sent content; its SHA-256 is checked too.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The SHA-256, when the content is not spelled out.
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// An expected module of an activation.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectModule {
+    /// /-form root-relative path.
+    pub path: String,
+    /// Marked `supersedes="earlier version"`. The default is false.
+    #[serde(default)]
+    pub supersedes: bool,
+    /// The exact sent content; its SHA-256 is checked too.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// The SHA-256, when the content is not spelled out.
+    #[serde(default)]
+    pub sha256: Option<String>,
+}
+
+/// An expected diagnostic.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectDiagnostic {
+    /// The stable code.
+    pub code: String,
+    /// /-form root-relative path ("" for the root directory).
+    #[serde(default)]
+    pub path: String,
+    /// The line, when it matters.
+    #[serde(default)]
+    pub line: Option<u32>,
+}

@@ -1,0 +1,398 @@
+//! The session as data: a case is opened, then driven by [`StepOp`]s, and every step answers an
+//! [`Observation`]. The harness drives the reference in-process through this module, and
+//! `reference-adapter` puts the same module behind the adapter protocol, so both paths run one
+//! piece of code and the suite through the adapter must give exactly the in-process results.
+//!
+//! The wire shapes here are the protocol's (harness/PROTOCOL.md); field names are snake_case.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Config;
+use crate::diag::Diagnostic;
+use crate::journal::StartupFile;
+use crate::placement::{place_root, Placement};
+use crate::relpath::{Platform, RelPath};
+use crate::session::{Activation, Session, ToolResult};
+use crate::source::{Environment, HostSource, MemSource, MemTree, Node, Source};
+
+/// The platform of a case: whose files, under whose path rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CasePlatform {
+    /// The daemon's own POSIX filesystem: a real directory the harness made.
+    Posix,
+    /// A Windows computer's files, in memory, with `path.win32` rules.
+    Windows,
+    /// A managed project's guest files, in memory.
+    Managed,
+}
+
+/// One entry of an in-memory tree on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
+pub enum WireEntry {
+    /// A file; its bytes in lower-case hex.
+    File {
+        /// Root-relative path (`/` or, on Windows, `\` separated).
+        path: String,
+        /// The bytes, hex-encoded.
+        hex: String,
+    },
+    /// A directory.
+    Dir {
+        /// Root-relative path.
+        path: String,
+    },
+    /// A symlink.
+    Symlink {
+        /// Root-relative path.
+        path: String,
+        /// The link's target text.
+        target: String,
+    },
+}
+
+/// The state of a managed project's environment on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Default)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum WireEnvironment {
+    /// Files can be listed and read.
+    #[default]
+    Running,
+    /// Stopped: no files, nothing logged.
+    Stopped,
+    /// Starting: the same as stopped.
+    Pending,
+    /// Listing fails with this text.
+    Failed(String),
+}
+
+/// Root placement inputs on the wire (host cases with the `root_placement` feature).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WirePlacement {
+    /// The session's working directory (absolute).
+    pub cwd: String,
+    /// The registered Projects (absolute).
+    #[serde(default)]
+    pub projects: Vec<String>,
+    /// The bound Project (absolute), if any.
+    #[serde(default)]
+    pub bound: Option<String>,
+}
+
+/// What `open` carries: everything an implementation needs to run one case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenCase {
+    /// The profile (`modules`).
+    pub profile: String,
+    /// Whose files.
+    pub platform: CasePlatform,
+    /// The root: a real absolute path (posix), a `path.win32` path (windows) or a guest path
+    /// (managed).
+    pub root: String,
+    /// A directory the implementation owns for the case's journal.
+    pub state_dir: String,
+    /// The in-memory tree (windows and managed only).
+    #[serde(default)]
+    pub tree: Option<Vec<WireEntry>>,
+    /// The managed environment's state.
+    #[serde(default)]
+    pub environment: Option<WireEnvironment>,
+    /// Root placement inputs; without them the root is `root`.
+    #[serde(default)]
+    pub placement: Option<WirePlacement>,
+    /// Resume the session journaled in `state_dir` (after a restart) instead of starting anew.
+    #[serde(default)]
+    pub resume: bool,
+}
+
+/// A change to an in-memory tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "edit", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TreeEdit {
+    /// Creates or replaces a file.
+    Write {
+        /// Root-relative path.
+        path: String,
+        /// The bytes, hex-encoded.
+        hex: String,
+    },
+    /// Removes a file or directory.
+    Delete {
+        /// Root-relative path.
+        path: String,
+    },
+    /// Moves a file.
+    Rename {
+        /// From.
+        from: String,
+        /// To.
+        to: String,
+    },
+    /// Sets the managed environment's state.
+    Environment {
+        /// The new state.
+        state: WireEnvironment,
+    },
+}
+
+/// One step of a session's life.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StepOp {
+    /// Spawn: read the startup prefix.
+    Start,
+    /// A settled tool result.
+    Touch {
+        /// The tool's name.
+        tool: String,
+        /// The path the call named (for the record; never a trigger by itself).
+        path: String,
+        /// `details.fileAccess.path`, present only on a successful, authorized file access.
+        #[serde(default)]
+        file_access: Option<String>,
+    },
+    /// The next model request: drain the trigger queue.
+    NextRequest,
+    /// Compaction of the history.
+    Compact,
+    /// Cold clearing of per-turn context (instructions are protected from it).
+    ColdClear,
+    /// Makes the next journal append fail.
+    FailNextAppend,
+    /// Forks the session into a new state directory and continues as the fork.
+    Fork {
+        /// The fork's state directory.
+        state_dir: String,
+    },
+    /// An edit of an in-memory tree (host trees are edited by the harness on disk).
+    EditTree {
+        /// What changes.
+        #[serde(flatten)]
+        edit: TreeEdit,
+    },
+}
+
+/// What one step observed.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Observation {
+    /// The startup prefix: after `start`, and after a resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<serde_json::Value>>")]
+    pub startup: Option<Vec<StartupFile>>,
+    /// The record `next_request` appended, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub activation: Option<Activation>,
+    /// Diagnostics of the step.
+    #[serde(default)]
+    #[schemars(with = "Vec<serde_json::Value>")]
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// A running case.
+#[derive(Debug)]
+pub struct Driver {
+    open: OpenCase,
+    source: Option<Source>,
+    session: Option<Session>,
+    state_dir: PathBuf,
+}
+
+/// Decodes lower-case or upper-case hex.
+pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
+    if s.len() % 2 != 0 {
+        return Err(format!("hex of odd length {}", s.len()));
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| {
+            s.get(i..i + 2)
+                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                .ok_or_else(|| format!("'{}' at offset {i} is not hex", s.get(i..i + 2).unwrap_or("")))
+        })
+        .collect()
+}
+
+/// Encodes as lower-case hex.
+pub fn to_hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn rel(platform: Platform, s: &str) -> Result<RelPath, String> {
+    let segs: Vec<&str> = match platform {
+        Platform::Windows => s.split(['/', '\\']).collect(),
+        Platform::Posix => s.split('/').collect(),
+    };
+    RelPath::from_segments(segs).ok_or_else(|| format!("tree path '{s}' is not a normal relative path"))
+}
+
+fn environment(w: &WireEnvironment) -> Environment {
+    match w {
+        WireEnvironment::Running => Environment::Running,
+        WireEnvironment::Stopped => Environment::Stopped,
+        WireEnvironment::Pending => Environment::Pending,
+        WireEnvironment::Failed(t) => Environment::Failed(t.clone()),
+    }
+}
+
+fn config(profile: &str) -> Result<Config, String> {
+    match profile {
+        "modules" => Ok(Config::modules()),
+        other => Err(format!("profile '{other}' is not supported")),
+    }
+}
+
+fn build_source(open: &OpenCase) -> Result<Source, String> {
+    match open.platform {
+        CasePlatform::Posix => {
+            let root = match &open.placement {
+                None => Some(PathBuf::from(&open.root)),
+                Some(p) => place_root(&Placement {
+                    cwd: PathBuf::from(&p.cwd),
+                    projects: p.projects.iter().map(PathBuf::from).collect(),
+                    bound: p.bound.as_ref().map(PathBuf::from),
+                }),
+            };
+            match root {
+                None => Ok(Source::Nothing),
+                Some(root) => HostSource::new(&root)
+                    .map(Source::Host)
+                    .map_err(|e| format!("root '{}' cannot be resolved: {e}", root.display())),
+            }
+        }
+        CasePlatform::Windows | CasePlatform::Managed => {
+            let platform = if open.platform == CasePlatform::Windows { Platform::Windows } else { Platform::Posix };
+            let mut tree = MemTree::new(platform);
+            for entry in open.tree.iter().flatten() {
+                match entry {
+                    WireEntry::File { path, hex } => tree.insert(&rel(platform, path)?, Node::File(from_hex(hex)?)),
+                    WireEntry::Dir { path } => tree.insert(&rel(platform, path)?, Node::Dir),
+                    WireEntry::Symlink { path, target } => {
+                        tree.insert(&rel(platform, path)?, Node::Symlink(target.clone()))
+                    }
+                }
+            }
+            Ok(Source::Mem(if platform == Platform::Windows {
+                MemSource::windows(open.root.clone(), tree)
+            } else {
+                let env = open.environment.as_ref().map(environment).unwrap_or_default();
+                MemSource::managed(open.root.clone(), tree, env)
+            }))
+        }
+    }
+}
+
+impl Driver {
+    /// Opens a case: builds the file source, and resumes the journaled session when asked.
+    pub fn open(open: OpenCase) -> Result<(Driver, Observation), String> {
+        config(&open.profile)?;
+        let source = build_source(&open)?;
+        let state_dir = PathBuf::from(&open.state_dir);
+        let mut driver = Driver { open, source: Some(source), session: None, state_dir };
+        let mut obs = Observation::default();
+        if driver.open.resume {
+            let source = driver.source.take().unwrap_or(Source::Nothing);
+            let session =
+                Session::resume(config(&driver.open.profile)?, source, &driver.state_dir).map_err(|e| e.to_string())?;
+            obs.startup = Some(session.startup());
+            driver.session = Some(session);
+        }
+        Ok((driver, obs))
+    }
+
+    /// Restarts in-process: drops the session (and its in-memory queue) and resumes it from the
+    /// state directory, with the tree as it is now.
+    pub fn restart(&mut self) -> Result<Observation, String> {
+        let source = match self.session.take() {
+            Some(s) => s.into_source(),
+            None => self.source.take().unwrap_or(Source::Nothing),
+        };
+        let session =
+            Session::resume(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
+        let obs = Observation { startup: Some(session.startup()), ..Observation::default() };
+        self.session = Some(session);
+        Ok(obs)
+    }
+
+    /// The in-memory tree of a windows or managed case, for edits.
+    fn mem(&mut self) -> Result<&mut MemSource, String> {
+        let source = match (&mut self.session, &mut self.source) {
+            (Some(s), _) => s.source_mut(),
+            (None, Some(src)) => src,
+            (None, None) => return Err("the case has no file source".into()),
+        };
+        match source {
+            Source::Mem(m) => Ok(m),
+            _ => Err("edit_tree applies to in-memory trees only (the harness edits host trees on disk)".into()),
+        }
+    }
+
+    fn session(&mut self) -> Result<&mut Session, String> {
+        self.session.as_mut().ok_or_else(|| "the session has not started (the first step must be start)".into())
+    }
+
+    /// Runs one step.
+    pub fn step(&mut self, op: &StepOp) -> Result<Observation, String> {
+        let mut obs = Observation::default();
+        match op {
+            StepOp::Start => {
+                let source = self.source.take().ok_or("the session has already started")?;
+                let (session, startup) =
+                    Session::start(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
+                obs.startup = Some(startup.files);
+                obs.diagnostics = startup.diagnostics;
+                self.session = Some(session);
+            }
+            StepOp::Touch { tool, file_access, .. } => {
+                self.session()?.observe(&ToolResult { tool: tool.clone(), file_access: file_access.clone() });
+            }
+            StepOp::NextRequest => {
+                let out = self.session()?.next_request();
+                obs.activation = out.activation;
+                obs.diagnostics = out.diagnostics;
+            }
+            StepOp::Compact => self.session()?.compact().map_err(|e| format!("compaction append failed: {e}"))?,
+            // Instructions are a protected kind: cold clearing leaves them in the active context.
+            StepOp::ColdClear => {
+                self.session()?;
+            }
+            StepOp::FailNextAppend => self.session()?.fail_next_append(),
+            StepOp::Fork { state_dir } => {
+                let fork = self.session()?.fork(&PathBuf::from(state_dir)).map_err(|e| e.to_string())?;
+                self.state_dir = PathBuf::from(state_dir);
+                self.session = Some(fork);
+            }
+            StepOp::EditTree { edit } => self.edit(edit)?,
+        }
+        Ok(obs)
+    }
+
+    fn edit(&mut self, edit: &TreeEdit) -> Result<(), String> {
+        let mem = self.mem()?;
+        let platform = mem.platform();
+        match edit {
+            TreeEdit::Write { path, hex } => mem.tree_mut().insert(&rel(platform, path)?, Node::File(from_hex(hex)?)),
+            TreeEdit::Delete { path } => {
+                mem.tree_mut().remove(&rel(platform, path)?);
+            }
+            TreeEdit::Rename { from, to } => {
+                let from = rel(platform, from)?;
+                let node =
+                    mem.tree_mut().get(&from).cloned().ok_or_else(|| format!("rename: '{from}' does not exist"))?;
+                if node == Node::Dir {
+                    return Err(format!("rename: '{from}' is a directory (only files are renamed)"));
+                }
+                mem.tree_mut().remove(&from);
+                mem.tree_mut().insert(&rel(platform, to)?, node);
+            }
+            TreeEdit::Environment { state } => mem.set_environment(environment(state)),
+        }
+        Ok(())
+    }
+}
