@@ -4,7 +4,12 @@
 //! Data flows one way: scenario YAML → [`load`] → [`tree`] → [`run`] (through an
 //! [`Implementation`]) → [`compare`] → one [`run::CaseResult`] per case → [`report`] → exit code.
 
+pub mod compare;
 pub mod implementation;
+pub mod load;
+pub mod report;
+pub mod run;
 pub mod scenario;
+pub mod tree;
 
 pub use implementation::{Hello, ImplError, Implementation, InProcess};

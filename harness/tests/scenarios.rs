@@ -1,1 +1,81 @@
-fn main() {}
+//! Every scenario in spec-cases/ as its own named test (`cargo test -- frontmatter` filters),
+//! run against the reference in-process, with an insta snapshot of the reference's full
+//! observation for review (`cargo insta review`). CI never writes snapshots. Finding zero
+//! scenarios fails.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::process::ExitCode;
+
+use harness::implementation::{reference_hello, InProcess};
+use harness::load::{default_cases_dir, load_dir};
+use harness::report::case_detail;
+use harness::run::{run_case, Status};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+/// Replaces the temporary sandbox path in every string, so snapshots do not depend on it.
+fn redact(value: &mut serde_json::Value, sandbox_prefix: &str) {
+    match value {
+        serde_json::Value::String(s) => {
+            if let Some(pos) = s.find(sandbox_prefix) {
+                // The sandbox is `<tmp>/conformance-XXXX`; keep what follows it.
+                let end = s[pos..].find("/project").map_or(s.len(), |e| pos + e);
+                s.replace_range(pos..end, "[sandbox]");
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(|v| redact(v, sandbox_prefix)),
+        serde_json::Value::Object(map) => map.values_mut().for_each(|v| redact(v, sandbox_prefix)),
+        _ => {}
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Arguments::from_args();
+    let dir = default_cases_dir();
+    let cases = match load_dir(&dir) {
+        Ok(cases) => cases,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("{e}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    if cases.is_empty() {
+        eprintln!("no scenarios found under {} (a runner that finds zero cases fails)", dir.display());
+        return ExitCode::FAILURE;
+    }
+    let snapshots = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join("snapshots");
+    let tmp = std::env::temp_dir().canonicalize().unwrap_or_else(|_| std::env::temp_dir());
+    let prefix = format!("{}/conformance-", tmp.display());
+    let trials = cases
+        .into_iter()
+        .map(|case| {
+            let snapshots = snapshots.clone();
+            let prefix = prefix.clone();
+            Trial::test(case.name.clone(), move || {
+                let result = run_case(&mut InProcess::default(), &reference_hello(), &case);
+                if result.status != Status::Pass {
+                    return Err(Failed::from(case_detail(&result)));
+                }
+                let observed: Vec<serde_json::Value> = result
+                    .steps
+                    .iter()
+                    .map(|s| serde_json::json!({"step": s.index, "action": s.action, "observation": s.observation}))
+                    .collect();
+                let mut observed = serde_json::Value::Array(observed);
+                redact(&mut observed, &prefix);
+                let mut settings = insta::Settings::clone_current();
+                settings.set_snapshot_path(&snapshots);
+                settings.set_prepend_module_to_snapshot(false);
+                settings.set_description(format!("{} — {}", case.scenario.id, case.scenario.title));
+                settings.set_omit_expression(true);
+                let id = case.scenario.id.clone();
+                catch_unwind(AssertUnwindSafe(|| {
+                    settings.bind(|| insta::assert_yaml_snapshot!(id, observed));
+                }))
+                .map_err(|_| Failed::from("the reference's observation differs from its snapshot (cargo insta review)"))
+            })
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit_code()
+}

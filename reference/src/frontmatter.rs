@@ -122,6 +122,10 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, Refusal> {
     let Some((yaml, body)) = split(text)? else {
         return Ok(Parsed { kind: Kind::Unconditional, body: text });
     };
+    // A block of blank lines is empty (D-FM-2), whatever the parser thinks of a tab-only line.
+    if yaml.trim().is_empty() {
+        return Ok(Parsed { kind: Kind::Unconditional, body });
+    }
     let value = yaml::parse(yaml).map_err(|e| {
         let line = e.line.map_or(1, |l| l + 1);
         Refusal::new(Code::FrontmatterInvalidYaml, line, format!("frontmatter is not valid yaml: {}", e.message))
@@ -208,6 +212,7 @@ mod tests {
     #[case("---\n---\nbody", Kind::Unconditional, "body")]
     #[case("---\n# comment\n---\nbody", Kind::Unconditional, "body")]
     #[case("---\n\n  \n---\nbody", Kind::Unconditional, "body")]
+    #[case("---\n\t\n---\nbody", Kind::Unconditional, "body")]
     #[case("---\n{}\n---\nbody", Kind::Unconditional, "body")]
     #[case("\u{feff}---\npaths: [\"a/*\"]\n---\nbody", globs(&["a/*"]), "body")]
     #[case("---\r\npaths:\r\n  - \"a/*\"\r\n---\r\nbody\r\n", globs(&["a/*"]), "body\r\n")]

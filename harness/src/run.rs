@@ -1,0 +1,342 @@
+//! Running one case through an implementation: materialise the tree, drive every step, compare,
+//! check the canaries, and produce exactly one [`CaseResult`], whatever happens.
+
+use std::time::Instant;
+
+use reference::driver::{CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WirePlacement};
+use serde::Serialize;
+
+use crate::compare::{compare, Mismatch};
+use crate::implementation::{Hello, ImplError, Implementation};
+use crate::load::Case;
+use crate::scenario::{Action, Platform, Scenario};
+use crate::tree::{default_root, display_root, MemModel, Sandbox};
+
+/// A case's status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum Status {
+    /// Every expectation held.
+    Pass,
+    /// An expectation did not hold.
+    Fail,
+    /// The case could not run (bad tree, the implementation refused a request).
+    Error,
+    /// The implementation's process died or spoke garbage.
+    Crash,
+    /// The implementation did not answer in time.
+    Timeout,
+    /// Not run (filtered by the manifest).
+    Skip,
+    /// The case needs a profile or feature the implementation does not declare.
+    Unsupported,
+    /// Failed, as the manifest expected.
+    Xfail,
+    /// Passed, though the manifest expected a failure.
+    Xpass,
+}
+
+impl Status {
+    /// The upper-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Error => "ERROR",
+            Status::Crash => "CRASH",
+            Status::Timeout => "TIMEOUT",
+            Status::Skip => "SKIP",
+            Status::Unsupported => "UNSUPPORTED",
+            Status::Xfail => "XFAIL",
+            Status::Xpass => "XPASS",
+        }
+    }
+}
+
+/// One step's record.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    /// 0-based index in `steps`.
+    pub index: usize,
+    /// The action's name.
+    pub action: String,
+    /// What the implementation observed.
+    pub observation: Observation,
+    /// Differences from the expectation.
+    pub mismatches: Vec<Mismatch>,
+}
+
+/// One case's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    /// The stable id.
+    pub id: String,
+    /// The display name.
+    pub name: String,
+    /// The profile.
+    pub profile: String,
+    /// The area: the first folder of the name below the profile.
+    pub area: String,
+    /// The status.
+    pub status: Status,
+    /// Why, for anything but PASS.
+    pub reason: Option<String>,
+    /// The steps that ran.
+    pub steps: Vec<StepResult>,
+    /// Wall time in milliseconds.
+    pub millis: u128,
+}
+
+impl CaseResult {
+    /// The first step with a mismatch.
+    pub fn first_divergence(&self) -> Option<&StepResult> {
+        self.steps.iter().find(|s| !s.mismatches.is_empty())
+    }
+}
+
+fn action_name(a: &Action) -> &'static str {
+    match a {
+        Action::Start => "start",
+        Action::Touch(_) => "touch",
+        Action::NextRequest => "next_request",
+        Action::Compact => "compact",
+        Action::ColdClear => "cold_clear",
+        Action::Restart => "restart",
+        Action::Fork => "fork",
+        Action::FailNextAppend => "fail_next_append",
+        Action::Write(_) => "write",
+        Action::Delete(_) => "delete",
+        Action::Rename(_) => "rename",
+        Action::Environment(_) => "environment",
+    }
+}
+
+/// The area of a case: the folder below the profile folder.
+fn area(name: &str) -> String {
+    let mut parts = name.split('/');
+    let first = parts.next().unwrap_or("");
+    match parts.next() {
+        Some(second) if parts.next().is_some() => second.to_string(),
+        _ => first.to_string(),
+    }
+}
+
+/// What the implementation lacks to run `s`, if anything.
+pub fn unsupported(hello: &Hello, s: &Scenario) -> Option<String> {
+    if !hello.profiles.iter().any(|p| *p == s.profile) {
+        return Some(format!("profile '{}' is not supported", s.profile));
+    }
+    let missing: Vec<&str> = s.features.iter().filter(|f| !hello.features.contains(f)).map(String::as_str).collect();
+    (!missing.is_empty()).then(|| format!("features not supported: {}", missing.join(", ")))
+}
+
+/// Prepared state of a running case.
+struct Running {
+    sandbox: Sandbox,
+    open: OpenCase,
+    mem: Option<MemModel>,
+    root_display: String,
+}
+
+fn prepare(s: &Scenario) -> Result<Running, String> {
+    let sandbox = Sandbox::new()?;
+    let host = s.platform == Platform::Posix;
+    let mem = (!host).then(|| MemModel::new(s));
+    if host {
+        // Directories and files before links, so a link never redirects a later write.
+        for (path, value) in s.tree.iter().filter(|(_, v)| !matches!(v, crate::scenario::TreeValue::Symlink(_))) {
+            sandbox.put(path, value)?;
+        }
+        for (path, value) in s.tree.iter().filter(|(_, v)| matches!(v, crate::scenario::TreeValue::Symlink(_))) {
+            sandbox.put(path, value)?;
+        }
+    }
+    let root = match s.platform {
+        Platform::Posix => sandbox.project.to_string_lossy().into_owned(),
+        p => s.root.clone().unwrap_or_else(|| default_root(p).to_string()),
+    };
+    let placement = match &s.placement {
+        None => None,
+        Some(p) => Some(WirePlacement {
+            cwd: sandbox.resolve(&p.cwd)?.to_string_lossy().into_owned(),
+            projects: p
+                .projects
+                .iter()
+                .map(|x| sandbox.resolve(x).map(|d| d.to_string_lossy().into_owned()))
+                .collect::<Result<_, _>>()?,
+            bound: p
+                .bound
+                .as_ref()
+                .map(|b| sandbox.resolve(b).map(|d| d.to_string_lossy().into_owned()))
+                .transpose()?,
+        }),
+    };
+    let open = OpenCase {
+        profile: s.profile.clone(),
+        platform: s.platform,
+        root: root.clone(),
+        state_dir: sandbox.state_dir().to_string_lossy().into_owned(),
+        tree: mem.as_ref().map(MemModel::wire),
+        environment: if s.platform == CasePlatform::Managed { s.environment.clone() } else { None },
+        placement,
+        resume: false,
+    };
+    Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem })
+}
+
+/// Substitutes `{root}` in a touched path.
+fn touched(open: &OpenCase, path: &str) -> String {
+    path.replace("{root}", &open.root)
+}
+
+/// Runs the action of one step; a host tree edit is the harness's alone and observes nothing.
+fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Result<Observation, ImplError> {
+    let bad = |e: String| ImplError::Refused(format!("harness: {e}"));
+    let edit = |r: &mut Running, edit: TreeEdit| -> Result<Option<StepOp>, String> {
+        if let (Some(mem), Some(tree)) = (r.mem.as_mut(), r.open.tree.as_mut()) {
+            match &edit {
+                TreeEdit::Write { path, hex } => mem.write(path, reference::driver::from_hex(hex)?),
+                TreeEdit::Delete { path } => mem.delete(path),
+                TreeEdit::Rename { from, to } => mem.rename(from, to),
+                TreeEdit::Environment { state } => r.open.environment = Some(state.clone()),
+            }
+            *tree = mem.wire();
+            Ok(Some(StepOp::EditTree { edit }))
+        } else {
+            Ok(None)
+        }
+    };
+    let op = match action {
+        Action::Start => Some(StepOp::Start),
+        Action::Touch(t) => Some(StepOp::Touch {
+            tool: t.tool.clone(),
+            path: touched(&r.open, &t.path),
+            file_access: t.carries_file_access().then(|| touched(&r.open, &t.path)),
+        }),
+        Action::NextRequest => Some(StepOp::NextRequest),
+        Action::Compact => Some(StepOp::Compact),
+        Action::ColdClear => Some(StepOp::ColdClear),
+        Action::FailNextAppend => Some(StepOp::FailNextAppend),
+        Action::Fork => {
+            let dir = r.sandbox.fork_dir().to_string_lossy().into_owned();
+            r.open.state_dir = dir.clone();
+            Some(StepOp::Fork { state_dir: dir })
+        }
+        Action::Restart => {
+            let mut open = r.open.clone();
+            open.resume = true;
+            return imp.restart(&open);
+        }
+        Action::Write(w) => {
+            let bytes = w.value.bytes().map_err(bad)?;
+            if r.mem.is_none() {
+                r.sandbox.put(&w.path, &crate::scenario::TreeValue::File(bytes.clone())).map_err(bad)?;
+            }
+            edit(r, TreeEdit::Write { path: w.path.clone(), hex: reference::driver::to_hex(&bytes) }).map_err(bad)?
+        }
+        Action::Delete(path) => {
+            if r.mem.is_none() {
+                let p = r.sandbox.resolve(path).map_err(bad)?;
+                let res = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
+                res.map_err(|e| bad(format!("delete '{path}': {e}")))?;
+            }
+            edit(r, TreeEdit::Delete { path: path.clone() }).map_err(bad)?
+        }
+        Action::Rename(rn) => {
+            if r.mem.is_none() {
+                let from = r.sandbox.resolve(&rn.from).map_err(bad)?;
+                let to = r.sandbox.resolve(&rn.to).map_err(bad)?;
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| bad(e.to_string()))?;
+                }
+                std::fs::rename(&from, &to).map_err(|e| bad(format!("rename '{}': {e}", rn.from)))?;
+            }
+            edit(r, TreeEdit::Rename { from: rn.from.clone(), to: rn.to.clone() }).map_err(bad)?
+        }
+        Action::Environment(env) => edit(r, TreeEdit::Environment { state: env.clone() }).map_err(bad)?,
+    };
+    match op {
+        Some(op) => imp.step(&op),
+        None => Ok(Observation::default()),
+    }
+}
+
+/// Runs one case. Every case gets a result and every failure its reason.
+pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> CaseResult {
+    let started = Instant::now();
+    let s = &case.scenario;
+    let mut result = CaseResult {
+        id: s.id.clone(),
+        name: case.name.clone(),
+        profile: s.profile.clone(),
+        area: area(&case.name),
+        status: Status::Pass,
+        reason: None,
+        steps: Vec::new(),
+        millis: 0,
+    };
+    if let Some(why) = unsupported(hello, s) {
+        result.status = Status::Unsupported;
+        result.reason = Some(why);
+        return result;
+    }
+    let mut running = match prepare(s) {
+        Ok(r) => r,
+        Err(e) => {
+            result.status = Status::Error;
+            result.reason = Some(format!("harness could not build the tree: {e}"));
+            return result;
+        }
+    };
+    if let Err(e) = imp.open(&running.open) {
+        set_error(&mut result, "open", &e);
+        result.millis = started.elapsed().as_millis();
+        return result;
+    }
+    for (index, step) in s.steps.iter().enumerate() {
+        let action = action_name(&step.action).to_string();
+        let obs = match drive(imp, &mut running, &step.action) {
+            Ok(obs) => obs,
+            Err(e) => {
+                set_error(&mut result, &format!("step {index} ({action})"), &e);
+                break;
+            }
+        };
+        let mut mismatches = match &step.expect {
+            Some(expect) => compare(expect, &obs, &running.root_display),
+            None => Vec::new(),
+        };
+        if !s.canaries.is_empty() {
+            let text = serde_json::to_string(&obs).unwrap_or_default();
+            for canary in s.canaries.iter().filter(|c| text.contains(c.as_str())) {
+                mismatches.push(Mismatch {
+                    field: "canary".into(),
+                    expected: format!("'{canary}' never observed"),
+                    actual: "observed (a file outside the root was read)".into(),
+                });
+            }
+        }
+        if !mismatches.is_empty() && result.status == Status::Pass {
+            result.status = Status::Fail;
+            let first = mismatches.first().map(|m| m.field.clone()).unwrap_or_default();
+            result.reason = Some(format!("step {index} ({action}): {first} differs"));
+        }
+        result.steps.push(StepResult { index, action, observation: obs, mismatches });
+    }
+    if let Err(e) = imp.close() {
+        if result.status == Status::Pass {
+            set_error(&mut result, "close", &e);
+        }
+    }
+    result.millis = started.elapsed().as_millis();
+    result
+}
+
+fn set_error(result: &mut CaseResult, at: &str, e: &ImplError) {
+    result.status = match e {
+        ImplError::Refused(_) => Status::Error,
+        ImplError::Crash { .. } | ImplError::Fatal(_) => Status::Crash,
+        ImplError::Timeout { .. } => Status::Timeout,
+    };
+    result.reason = Some(format!("{at}: {e}"));
+}
