@@ -37,6 +37,9 @@ pub enum ImplError {
         /// The last lines of its stderr.
         stderr: String,
     },
+    /// The implementation cannot be used at all (it cannot be started, refused `hello`, or
+    /// crashed or timed out more often than allowed): the run ends with exit code 2.
+    Fatal(String),
 }
 
 impl std::fmt::Display for ImplError {
@@ -45,6 +48,7 @@ impl std::fmt::Display for ImplError {
             ImplError::Refused(m) => write!(f, "implementation error: {m}"),
             ImplError::Crash { reason, stderr } => write!(f, "crash: {reason}\nstderr tail:\n{stderr}"),
             ImplError::Timeout { stderr } => write!(f, "timeout\nstderr tail:\n{stderr}"),
+            ImplError::Fatal(m) => write!(f, "fatal: {m}"),
         }
     }
 }
@@ -65,36 +69,17 @@ pub trait Implementation {
 }
 
 /// Every feature in spec-cases/features.yaml that the reference implements.
-pub const REFERENCE_FEATURES: &[&str] = &[
-    "frontmatter",
-    "globs",
-    "ordering",
-    "nested",
-    "symlinks",
-    "oversize",
-    "encoding",
-    "dedupe",
-    "compaction",
-    "restart",
-    "fork",
-    "append_failure",
-    "windows_paths",
-    "managed",
-    "triggers",
-    "root_file",
-    "root_placement",
-    "rendering",
-    "hostile",
-];
+pub use reference::driver::FEATURES as REFERENCE_FEATURES;
 
-/// The reference's own `hello`.
+/// The reference's own `hello` (the same data `reference-adapter` answers with).
 pub fn reference_hello() -> Hello {
+    let h = reference::driver::hello_fields();
     Hello {
-        name: "reference".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        language: "rust".into(),
-        profiles: vec!["modules".into()],
-        features: REFERENCE_FEATURES.iter().map(|s| s.to_string()).collect(),
+        name: h.name.into(),
+        version: h.version.into(),
+        language: h.language.into(),
+        profiles: h.profiles.iter().map(|s| s.to_string()).collect(),
+        features: h.features.iter().map(|s| s.to_string()).collect(),
     }
 }
 

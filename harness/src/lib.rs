@@ -4,12 +4,16 @@
 //! Data flows one way: scenario YAML → [`load`] → [`tree`] → [`run`] (through an
 //! [`Implementation`]) → [`compare`] → one [`run::CaseResult`] per case → [`report`] → exit code.
 
+pub mod adapter;
 pub mod compare;
+pub mod explain;
 pub mod implementation;
 pub mod load;
+pub mod manifest;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod suite;
 pub mod tree;
 
 pub use implementation::{Hello, ImplError, Implementation, InProcess};

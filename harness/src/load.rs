@@ -11,6 +11,9 @@ use crate::scenario::{Action, Platform, Scenario, TreeValue};
 /// The built-in feature vocabulary (spec-cases/features.yaml).
 const FEATURES_YAML: &str = include_str!("../../spec-cases/features.yaml");
 
+/// A file that marks a directory as a materialised tree, never searched for cases.
+pub const TREE_MARKER: &str = ".conformance-tree";
+
 /// A loaded case.
 #[derive(Debug, Clone)]
 pub struct Case {
@@ -73,7 +76,10 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
         let path = entry.path();
         let Ok(ft) = entry.file_type() else { continue };
         if ft.is_dir() {
-            collect(&path, out, errors);
+            // A reproduction's materialised tree is for reading, not a source of cases.
+            if !path.join(TREE_MARKER).exists() {
+                collect(&path, out, errors);
+            }
         } else if path.extension().is_some_and(|e| e == "yaml")
             && path.file_name().is_some_and(|n| n != "features.yaml")
         {

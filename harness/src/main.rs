@@ -1,2 +1,230 @@
-//! The `conformance` CLI.
-fn main() {}
+//! `conformance`: the CI gate. Runs the suite against the reference in-process or against any
+//! implementation through an adapter, and exits 0 when every result is as expected, 1 on
+//! unexpected results, 2 on usage, manifest or protocol errors.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use harness::implementation::{Implementation, InProcess};
+use harness::load::{default_cases_dir, load_dir, Case};
+use harness::manifest::Manifest;
+use harness::report::{self, Summary};
+use harness::suite::{parse_shard, run_all, Factory, Selection};
+
+#[derive(Parser)]
+#[command(name = "conformance", version, about = "The conformance suite for project instruction loaders")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the suite and gates on the expectations manifest.
+    Run(RunArgs),
+    /// Lists the cases.
+    List(CasesArg),
+    /// Shows a case beside the seed text it cites.
+    Explain {
+        /// The case id.
+        id: String,
+        #[command(flatten)]
+        cases: CasesArg,
+    },
+    /// Writes a directory that reproduces one case: its tree, its scenario and a one-shot input.
+    Repro {
+        /// The case id.
+        id: String,
+        /// The directory to write (must not exist).
+        dir: PathBuf,
+        #[command(flatten)]
+        cases: CasesArg,
+    },
+    /// Runs the suite and writes the manifest that expects exactly its results.
+    Expectations {
+        /// The manifest to write.
+        #[arg(long)]
+        write: PathBuf,
+        #[command(flatten)]
+        run: RunArgs,
+    },
+}
+
+#[derive(Args, Clone)]
+struct CasesArg {
+    /// A directory of cases other than the built-in corpus.
+    #[arg(long)]
+    cases: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// The adapter command (run with `sh -c`); without it, the reference runs in-process.
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Only cases whose name or id contains this.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Only this profile.
+    #[arg(long)]
+    profile: Option<String>,
+    /// The expectations manifest.
+    #[arg(long)]
+    expectations: Option<PathBuf>,
+    /// The report on stdout (a human summary also goes to stderr for the other formats).
+    #[arg(long, value_enum, default_value = "human")]
+    format: Format,
+    /// Parallel jobs, each with its own implementation instance. The default is 1.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Run shard K of N (`--shard 2/4`).
+    #[arg(long)]
+    shard: Option<String>,
+    /// Seconds an adapter may take to answer one request. The default is 10.
+    #[arg(long, default_value_t = 10)]
+    timeout: u64,
+    /// Adapter restarts after crashes or timeouts before the run ends with exit 2. The default is 20.
+    #[arg(long, default_value_t = 20)]
+    max_restarts: u32,
+    #[command(flatten)]
+    cases: CasesArg,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    Human,
+    Json,
+    Junit,
+    Markdown,
+    Badge,
+}
+
+fn load(cases: &CasesArg) -> Result<Vec<Case>, String> {
+    let dir = cases.cases.clone().unwrap_or_else(default_cases_dir);
+    let cases = load_dir(&dir).map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
+    if cases.is_empty() {
+        return Err(format!("no cases found under {} (a run that finds zero cases fails)", dir.display()));
+    }
+    Ok(cases)
+}
+
+fn factory(args: &RunArgs) -> Result<Box<Factory<'static>>, String> {
+    let Some(cmd) = args.adapter.clone() else {
+        return Ok(Box::new(|| Ok(Box::new(InProcess::default()) as Box<dyn Implementation + Send>)));
+    };
+    let timeout = Duration::from_secs(args.timeout.max(1));
+    let max_restarts = args.max_restarts;
+    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?.keep();
+    Ok(Box::new(move || {
+        let imp = harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts);
+        Ok(Box::new(imp) as Box<dyn Implementation + Send>)
+    }))
+}
+
+fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
+    let mut cmd = format!("conformance expectations --write {}", path.display());
+    if let Some(a) = &args.adapter {
+        cmd.push_str(&format!(" --adapter '{a}'"));
+    }
+    if let Some(c) = &args.cases.cases {
+        cmd.push_str(&format!(" --cases {}", c.display()));
+    }
+    cmd
+}
+
+/// Runs the selection; `Err((message, code))` for exit-2 conditions.
+fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResult>, Manifest), String> {
+    let cases = load(&args.cases)?;
+    let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    let selection = Selection { filter: args.filter.clone(), profile: args.profile.clone(), shard };
+    let manifest = match &args.expectations {
+        Some(p) => Manifest::read(p)?,
+        None => Manifest::default(),
+    };
+    let known = cases.iter().map(|c| c.scenario.id.clone()).collect();
+    let unknown = manifest.unknown_ids(&known);
+    if !unknown.is_empty() {
+        let path = args.expectations.clone().unwrap_or_default();
+        return Err(format!(
+            "{}: unknown case ids: {} (stale entries; rewrite with: {})",
+            path.display(),
+            unknown.join(", "),
+            rewrite_hint(args, &path)
+        ));
+    }
+    let selected = selection.apply(cases);
+    if selected.is_empty() {
+        return Err("no case matches the selection".into());
+    }
+    let factory = factory(args)?;
+    let (hello, results) = run_all(&selected, factory.as_ref(), args.jobs, &manifest, true)?;
+    if let Some(r) = results.iter().find(|r| r.fatal) {
+        return Err(format!("the run ended early: {}", r.reason.clone().unwrap_or_default()));
+    }
+    Ok((hello, results, manifest))
+}
+
+fn run(args: &RunArgs) -> Result<ExitCode, String> {
+    let (hello, mut results, manifest) = execute(args)?;
+    let unexpected: Vec<String> =
+        results.iter_mut().filter_map(|r| (!manifest.apply(r)).then(|| r.id.clone())).collect();
+    let summary = Summary::new(&results, unexpected);
+    let human = report::human(&results, &summary);
+    let out = match args.format {
+        Format::Human => human.clone(),
+        Format::Json => report::json(&hello, &results, &summary),
+        Format::Junit => report::junit(&hello, &results, &summary),
+        Format::Markdown => report::markdown(&hello, &results, &summary),
+        Format::Badge => report::badge(&results),
+    };
+    println!("{out}");
+    if args.format != Format::Human {
+        eprint!("{human}");
+    }
+    if summary.unexpected.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(path) = &args.expectations {
+        eprintln!("to accept these results, rewrite the manifest: {}", rewrite_hint(args, path));
+    }
+    Ok(ExitCode::from(1))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run(&args),
+        Command::List(c) => load(&c).map(|cases| {
+            for case in cases {
+                let s = &case.scenario;
+                println!("{:<14} {:<60} [{}] {}", s.id, case.name, s.features.join(","), s.title);
+            }
+            ExitCode::SUCCESS
+        }),
+        Command::Explain { id, cases } => load(&cases).and_then(|c| harness::explain::explain(&c, &id)).map(|text| {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }),
+        Command::Repro { id, dir, cases } => {
+            load(&cases).and_then(|c| harness::explain::repro(&c, &id, &dir)).map(|msg| {
+                println!("{msg}");
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Expectations { write, run } => execute(&run).and_then(|(_, results, _)| {
+            let m = Manifest::from_results(&results);
+            std::fs::write(&write, m.to_yaml()).map_err(|e| format!("{}: {e}", write.display()))?;
+            eprintln!("wrote {} entries to {}", m.entries.len(), write.display());
+            Ok(ExitCode::SUCCESS)
+        }),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("conformance: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

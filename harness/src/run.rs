@@ -85,6 +85,9 @@ pub struct CaseResult {
     pub steps: Vec<StepResult>,
     /// Wall time in milliseconds.
     pub millis: u128,
+    /// The implementation can no longer be run (too many restarts): the run ends with exit 2.
+    #[serde(skip)]
+    pub fatal: bool,
 }
 
 impl CaseResult {
@@ -112,7 +115,7 @@ fn action_name(a: &Action) -> &'static str {
 }
 
 /// The area of a case: the folder below the profile folder.
-fn area(name: &str) -> String {
+pub(crate) fn area(name: &str) -> String {
     let mut parts = name.split('/');
     let first = parts.next().unwrap_or("");
     match parts.next() {
@@ -123,7 +126,7 @@ fn area(name: &str) -> String {
 
 /// What the implementation lacks to run `s`, if anything.
 pub fn unsupported(hello: &Hello, s: &Scenario) -> Option<String> {
-    if !hello.profiles.iter().any(|p| *p == s.profile) {
+    if !hello.profiles.contains(&s.profile) {
         return Some(format!("profile '{}' is not supported", s.profile));
     }
     let missing: Vec<&str> = s.features.iter().filter(|f| !hello.features.contains(f)).map(String::as_str).collect();
@@ -177,7 +180,7 @@ fn prepare(s: &Scenario) -> Result<Running, String> {
         root: root.clone(),
         state_dir: sandbox.state_dir().to_string_lossy().into_owned(),
         tree: mem.as_ref().map(MemModel::wire),
-        environment: if s.platform == CasePlatform::Managed { s.environment.clone() } else { None },
+        environment: if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None },
         placement,
         resume: false,
     };
@@ -253,7 +256,7 @@ fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Resu
             }
             edit(r, TreeEdit::Rename { from: rn.from.clone(), to: rn.to.clone() }).map_err(bad)?
         }
-        Action::Environment(env) => edit(r, TreeEdit::Environment { state: env.clone() }).map_err(bad)?,
+        Action::Environment(env) => edit(r, TreeEdit::Environment { state: env.0.clone() }).map_err(bad)?,
     };
     match op {
         Some(op) => imp.step(&op),
@@ -274,6 +277,7 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
         reason: None,
         steps: Vec::new(),
         millis: 0,
+        fatal: false,
     };
     if let Some(why) = unsupported(hello, s) {
         result.status = Status::Unsupported;
@@ -333,6 +337,7 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
 }
 
 fn set_error(result: &mut CaseResult, at: &str, e: &ImplError) {
+    result.fatal = matches!(e, ImplError::Fatal(_));
     result.status = match e {
         ImplError::Refused(_) => Status::Error,
         ImplError::Crash { .. } | ImplError::Fatal(_) => Status::Crash,

@@ -11,7 +11,44 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use reference::driver::CasePlatform as Platform;
-pub use reference::driver::WireEnvironment as Environment;
+pub use reference::driver::WireEnvironment;
+
+/// A managed environment's state: `running`, `stopped`, `pending`, or `{failed: "text"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct Environment(#[schemars(with = "serde_json::Value")] pub WireEnvironment);
+
+impl<'de> Deserialize<'de> for Environment {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Environment;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("running, stopped, pending, or {failed: \"text\"}")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Environment, E> {
+                match s {
+                    "running" => Ok(Environment(WireEnvironment::Running)),
+                    "stopped" => Ok(Environment(WireEnvironment::Stopped)),
+                    "pending" => Ok(Environment(WireEnvironment::Pending)),
+                    other => Err(E::unknown_variant(other, &["running", "stopped", "pending", "failed"])),
+                }
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Environment, A::Error> {
+                let key: String = map.next_key()?.ok_or_else(|| de::Error::custom("expected {failed: \"text\"}"))?;
+                if key != "failed" {
+                    return Err(de::Error::unknown_field(&key, &["failed"]));
+                }
+                let text: String = map.next_value()?;
+                if map.next_key::<String>()?.is_some() {
+                    return Err(de::Error::custom("environment takes one key, failed"));
+                }
+                Ok(Environment(WireEnvironment::Failed(text)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
 
 /// One scenario.
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]

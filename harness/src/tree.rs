@@ -15,7 +15,7 @@ use crate::scenario::{Platform, Scenario, TreeValue};
 /// A case's directories.
 #[derive(Debug)]
 pub struct Sandbox {
-    _tmp: tempfile::TempDir,
+    _tmp: Option<tempfile::TempDir>,
     /// The real path of the sandbox.
     pub dir: PathBuf,
     /// The real path of the project directory (the root of host cases).
@@ -29,13 +29,21 @@ impl Sandbox {
     /// A new sandbox.
     pub fn new() -> Result<Sandbox, String> {
         let tmp = tempfile::Builder::new().prefix("conformance-").tempdir().map_err(|e| format!("tempdir: {e}"))?;
-        let dir = fs::canonicalize(tmp.path()).map_err(|e| format!("tempdir: {e}"))?;
+        let mut sandbox = Sandbox::in_dir(tmp.path())?;
+        sandbox._tmp = Some(tmp);
+        Ok(sandbox)
+    }
+
+    /// A sandbox in `dir` that is kept (for a reproduction).
+    pub fn in_dir(dir: &Path) -> Result<Sandbox, String> {
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let project = dir.join("project");
         let home = dir.join("home");
         for d in [&project, &home] {
             fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
         }
-        Ok(Sandbox { _tmp: tmp, dir, project, home, forks: 0 })
+        Ok(Sandbox { _tmp: None, dir, project, home, forks: 0 })
     }
 
     /// The first state directory.

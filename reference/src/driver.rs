@@ -195,6 +195,56 @@ pub struct Observation {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// Every feature in spec-cases/features.yaml that the reference implements.
+pub const FEATURES: &[&str] = &[
+    "frontmatter",
+    "globs",
+    "ordering",
+    "nested",
+    "symlinks",
+    "oversize",
+    "encoding",
+    "dedupe",
+    "compaction",
+    "restart",
+    "fork",
+    "append_failure",
+    "windows_paths",
+    "managed",
+    "triggers",
+    "root_file",
+    "root_placement",
+    "rendering",
+    "hostile",
+];
+
+/// What the reference says of itself in `hello`. The harness's in-process `reference_hello()` and
+/// `reference-adapter` both answer with it, so the two can never disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HelloFields {
+    /// `reference`.
+    pub name: &'static str,
+    /// The crate version.
+    pub version: &'static str,
+    /// `rust`.
+    pub language: &'static str,
+    /// The profiles the reference supports.
+    pub profiles: &'static [&'static str],
+    /// [`FEATURES`].
+    pub features: &'static [&'static str],
+}
+
+/// The reference's `hello` data.
+pub fn hello_fields() -> HelloFields {
+    HelloFields {
+        name: "reference",
+        version: env!("CARGO_PKG_VERSION"),
+        language: "rust",
+        profiles: &["modules"],
+        features: FEATURES,
+    }
+}
+
 /// A running case.
 #[derive(Debug)]
 pub struct Driver {
@@ -206,7 +256,7 @@ pub struct Driver {
 
 /// Decodes lower-case or upper-case hex.
 pub fn from_hex(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err(format!("hex of odd length {}", s.len()));
     }
     (0..s.len())

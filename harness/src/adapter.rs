@@ -1,0 +1,708 @@
+//! The harness's side of the adapter protocol (harness/PROTOCOL.md): the wire envelopes, from which
+//! harness/protocol.schema.json is generated; [`ProcessAdapter`], which drives an implementation's
+//! persistent process over JSON Lines; and [`run_one_shot`], for adapters that take a whole case
+//! at once. A process that crashes, hangs or writes garbage is killed, the request fails with
+//! CRASH or TIMEOUT and its stderr tail, and the next request starts the process again.
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use reference::driver::{Observation, OpenCase, StepOp};
+use serde::{Deserialize, Serialize};
+
+use crate::implementation::{Hello, ImplError, Implementation};
+
+/// The protocol version the harness speaks; `hello` and one-shot input carry it.
+pub const PROTOCOL_VERSION: &str = "1";
+
+/// The longest reply line (and the longest one-shot output) the harness reads: 16 MiB. A longer
+/// one is a CRASH, so that a runaway implementation cannot exhaust the harness's memory.
+pub const MAX_REPLY_BYTES: usize = 16 << 20;
+
+/// How many stderr lines a CRASH or TIMEOUT reports.
+const STDERR_TAIL_LINES: usize = 40;
+/// Longer stderr lines are cut, so the tail stays within 40 KiB.
+const STDERR_LINE_MAX: usize = 1024;
+/// How long to wait for the rest of stderr once the process is gone. A grandchild that escaped
+/// the kill may hold stderr open for ever; the tail must not wait for it.
+const STDERR_DRAIN: Duration = Duration::from_millis(300);
+/// How long a process that closed stdout gets to exit by itself, so its exit status is reported.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// A request of the persistent mode; the reply echoes its `seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Request {
+    /// The first request to every process: the reply carries `hello`.
+    Hello {
+        /// The request's number, increasing over the harness's run.
+        seq: u64,
+        /// The protocol version, `"1"`.
+        protocol: String,
+    },
+    /// Opens a case: the reply carries the open's `observation` (empty unless `open.resume`).
+    Open {
+        /// The request's number.
+        seq: u64,
+        /// The case id, for the implementation's logs.
+        case: String,
+        /// Everything needed to run the case.
+        open: OpenCase,
+    },
+    /// Runs one step of the open case: the reply carries its `observation`.
+    Step {
+        /// The request's number.
+        seq: u64,
+        /// The step.
+        step: StepOp,
+    },
+    /// Closes the open case; the process stays up for the next one.
+    Close {
+        /// The request's number.
+        seq: u64,
+    },
+}
+
+/// A reply of the persistent mode.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Reply {
+    /// The request's `seq`; null only when the request could not be read at all.
+    pub seq: Option<u64>,
+    /// Whether the request succeeded. When false, `error` says why and the case is ERROR.
+    pub ok: bool,
+    /// The answer to `hello`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello: Option<Hello>,
+    /// The answer to `open` and `step`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Observation>,
+    /// Why the request failed (with `ok: false`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One step of a one-shot case: a [`StepOp`], or a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ScriptStep {
+    /// The session is dropped and resumed from the state directory; observes the startup.
+    Restart,
+    /// Any other step.
+    #[serde(untagged)]
+    Step(StepOp),
+}
+
+/// The one-shot mode's input: a whole case.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OneShotRequest {
+    /// The protocol version, `"1"`.
+    pub protocol: String,
+    /// The case id, for the implementation's logs.
+    pub case: String,
+    /// Everything needed to run the case.
+    pub open: OpenCase,
+    /// The steps, in order.
+    pub steps: Vec<ScriptStep>,
+}
+
+/// The one-shot mode's output.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OneShotReply {
+    /// One observation per step (the open's is not included).
+    pub observations: Vec<Observation>,
+    /// Why the case failed: the case is ERROR.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Any message of adapter protocol 1: a persistent-mode request or reply, or a one-shot input or
+/// output (harness/PROTOCOL.md).
+#[derive(schemars::JsonSchema)]
+#[schemars(untagged, title = "Adapter protocol 1")]
+#[allow(dead_code)] // Only its schema is used.
+enum Message {
+    Request(Request),
+    Reply(Reply),
+    OneShotRequest(OneShotRequest),
+    OneShotReply(OneShotReply),
+}
+
+/// The JSON Schema of every protocol message, as checked in at harness/protocol.schema.json.
+pub fn protocol_schema() -> serde_json::Value {
+    schemars::schema_for!(Message).to_value()
+}
+
+/// Quotes `s` as one word for `sh`, e.g. to put a path into an adapter command.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Finds `reference-adapter` next to the running executable: in `target/<profile>/`, which is
+/// also the parent of a test binary's `target/<profile>/deps/`.
+///
+/// Under cargo (`CARGO` is set, as in `cargo test` and `cargo run`) it is built first with
+/// `cargo build -p reference --bin reference-adapter`, because `cargo test -p harness` does not
+/// build another package's binaries and a stale one would test old code; elsewhere it is built
+/// only when missing. The build runs once per process.
+pub fn reference_adapter_path() -> Result<PathBuf, String> {
+    static PATH: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    PATH.get_or_init(locate_reference_adapter).clone()
+}
+
+fn locate_reference_adapter() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate the running executable: {e}"))?;
+    let mut dir = exe.parent().ok_or("the running executable has no directory")?.to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    let path = dir.join(format!("reference-adapter{}", std::env::consts::EXE_SUFFIX));
+    let cargo = std::env::var_os("CARGO");
+    if cargo.is_none() && path.is_file() {
+        return Ok(path);
+    }
+    let mut build = Command::new(cargo.unwrap_or_else(|| "cargo".into()));
+    build.args(["build", "--quiet", "-p", "reference", "--bin", "reference-adapter"]);
+    build.current_dir(env!("CARGO_MANIFEST_DIR"));
+    match dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => {}
+        Some("release") => {
+            build.arg("--release");
+        }
+        Some(profile) => {
+            build.args(["--profile", profile]);
+        }
+    }
+    // The binary must land where it is looked for, whatever the target directory is called.
+    if let Some(target_dir) = dir.parent() {
+        build.env("CARGO_TARGET_DIR", target_dir);
+    }
+    let out = build.output().map_err(|e| format!("cannot run cargo to build reference-adapter: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "building reference-adapter failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("reference-adapter is not at '{}' after building it", path.display()))
+    }
+}
+
+/// An implementation behind the persistent mode of the protocol: one process, started lazily,
+/// that answers one request after another.
+///
+/// A CRASH or TIMEOUT kills the process; the next `hello`, `open` or `restart` starts it again
+/// and counts a restart ([`ProcessAdapter::restarts`]). Once that would exceed `max_restarts`,
+/// every request fails with [`ImplError::Fatal`], and the runner ends the run with exit code 2.
+/// Restarts that a case asks for are not counted.
+#[derive(Debug)]
+pub struct ProcessAdapter {
+    command: String,
+    home: PathBuf,
+    timeout: Duration,
+    max_restarts: u32,
+    restarts: u32,
+    seq: u64,
+    case: String,
+    proc: Option<Proc>,
+    hello: Option<Hello>,
+    /// The process was killed for a crash or timeout, so starting it again counts.
+    crashed: bool,
+}
+
+impl ProcessAdapter {
+    /// An adapter that runs `sh -c <command>` with `HOME` set to `home` (a fake, empty directory)
+    /// and `XDG_CONFIG_HOME` removed, and waits up to `timeout` for each reply. Nothing starts
+    /// until the first request.
+    pub fn new(command: impl Into<String>, home: impl Into<PathBuf>, timeout: Duration, max_restarts: u32) -> Self {
+        ProcessAdapter {
+            command: command.into(),
+            home: home.into(),
+            timeout,
+            max_restarts,
+            restarts: 0,
+            seq: 0,
+            case: String::new(),
+            proc: None,
+            hello: None,
+            crashed: false,
+        }
+    }
+
+    /// How many times the process was started again after a crash or timeout.
+    pub fn restarts(&self) -> u32 {
+        self.restarts
+    }
+
+    /// Sets the case id that the next `open` sends (it is only for the implementation's logs).
+    /// The default is empty.
+    pub fn set_case(&mut self, id: impl Into<String>) {
+        self.case = id.into();
+    }
+
+    /// Starts the process and says `hello`, unless it is running.
+    fn ensure_running(&mut self) -> Result<(), ImplError> {
+        if self.proc.is_some() {
+            return Ok(());
+        }
+        if self.crashed {
+            if self.restarts >= self.max_restarts {
+                return Err(ImplError::Fatal(format!(
+                    "'{}' crashed or timed out {} times (the limit is {} restarts)",
+                    self.command,
+                    self.restarts + 1,
+                    self.max_restarts
+                )));
+            }
+            self.restarts += 1;
+        }
+        self.proc = Some(Proc::start(&self.command, &self.home)?);
+        self.crashed = false;
+        let reply = match self.exchange(|seq| Request::Hello { seq, protocol: PROTOCOL_VERSION.into() }) {
+            Ok(reply) => reply,
+            Err(ImplError::Refused(e)) => {
+                self.stop();
+                return Err(ImplError::Fatal(format!("'{}' refused hello: {e}", self.command)));
+            }
+            Err(e) => return Err(e),
+        };
+        match reply.hello {
+            Some(hello) => {
+                self.hello = Some(hello);
+                Ok(())
+            }
+            None => Err(self.fail(Failure::Garbage("the reply to hello has no 'hello'".into()))),
+        }
+    }
+
+    /// Sends one request and reads its reply; `ok: false` is [`ImplError::Refused`], anything
+    /// that is not the reply kills the process.
+    fn exchange(&mut self, request: impl FnOnce(u64) -> Request) -> Result<Reply, ImplError> {
+        self.seq += 1;
+        let seq = self.seq;
+        let mut line =
+            serde_json::to_vec(&request(seq)).map_err(|e| ImplError::Fatal(format!("cannot encode a request: {e}")))?;
+        line.push(b'\n');
+        let outcome = match self.proc.as_mut() {
+            Some(proc) => proc.round_trip(line, self.timeout),
+            None => Err(Failure::Gone("the process is not running (it crashed or timed out earlier)".into())),
+        };
+        let bytes = outcome.map_err(|f| self.fail(f))?;
+        let reply: Reply = match serde_json::from_slice(&bytes) {
+            Ok(reply) => reply,
+            Err(e) => {
+                return Err(self.fail(Failure::Garbage(format!("'{}' is not a reply ({e})", preview(&bytes)))));
+            }
+        };
+        if reply.seq != Some(seq) {
+            let got = reply.seq.map_or("null".to_string(), |s| s.to_string());
+            let error = reply.error.map(|e| format!(": {e}")).unwrap_or_default();
+            return Err(self.fail(Failure::Garbage(format!("a reply with seq {got} to request {seq}{error}"))));
+        }
+        if !reply.ok {
+            return Err(ImplError::Refused(reply.error.unwrap_or_else(|| "failed without an error message".into())));
+        }
+        Ok(reply)
+    }
+
+    /// [`Self::exchange`] for a request whose reply must carry an observation.
+    fn observe(&mut self, request: impl FnOnce(u64) -> Request) -> Result<Observation, ImplError> {
+        match self.exchange(request)?.observation {
+            Some(observation) => Ok(observation),
+            None => Err(self.fail(Failure::Garbage("the reply has no 'observation'".into()))),
+        }
+    }
+
+    /// Kills the process for a failure and says what happened.
+    fn fail(&mut self, failure: Failure) -> ImplError {
+        self.crashed = true;
+        self.hello = None;
+        let Some(mut proc) = self.proc.take() else {
+            let reason = match failure {
+                Failure::Garbage(r) | Failure::Gone(r) => r,
+                Failure::Timeout => "timeout".into(),
+            };
+            return ImplError::Crash { reason, stderr: String::new() };
+        };
+        let grace = if matches!(failure, Failure::Gone(_)) { EXIT_GRACE } else { Duration::ZERO };
+        let stopped = proc.stop(grace);
+        let stderr = proc.stderr.text();
+        match failure {
+            Failure::Timeout => ImplError::Timeout { stderr },
+            Failure::Garbage(reason) => ImplError::Crash { reason, stderr },
+            Failure::Gone(reason) => ImplError::Crash { reason: format!("{reason} ({stopped})"), stderr },
+        }
+    }
+
+    /// Kills the process, if one is running, without counting it as a crash.
+    fn stop(&mut self) {
+        if let Some(mut proc) = self.proc.take() {
+            proc.stop(Duration::ZERO);
+        }
+        self.hello = None;
+    }
+}
+
+impl Implementation for ProcessAdapter {
+    fn hello(&mut self) -> Result<Hello, ImplError> {
+        self.ensure_running()?;
+        self.hello.clone().ok_or_else(|| ImplError::Fatal("no hello after starting the process".into()))
+    }
+
+    fn open(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.ensure_running()?;
+        let case = self.case.clone();
+        self.observe(|seq| Request::Open { seq, case, open: open.clone() })
+    }
+
+    /// A step never starts the process: if it died earlier in the case, the case is gone with it.
+    fn step(&mut self, op: &StepOp) -> Result<Observation, ImplError> {
+        self.observe(|seq| Request::Step { seq, step: op.clone() })
+    }
+
+    /// Kills the process, starts it again and opens the case with `resume` true.
+    fn restart(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.stop();
+        self.ensure_running()?;
+        let case = self.case.clone();
+        let open = OpenCase { resume: true, ..open.clone() };
+        self.observe(|seq| Request::Open { seq, case, open })
+    }
+
+    /// Closing without a running process succeeds: no case is open in it.
+    fn close(&mut self) -> Result<(), ImplError> {
+        if self.proc.is_none() {
+            return Ok(());
+        }
+        self.exchange(|seq| Request::Close { seq }).map(drop)
+    }
+}
+
+impl Drop for ProcessAdapter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Runs a case in the one-shot mode: `sh -c <command>` (with the same environment as
+/// [`ProcessAdapter`]) gets the whole case as one JSON object on stdin and prints one
+/// [`OneShotReply`] on stdout.
+///
+/// `timeout` bounds the whole run, from start to exit. The result is one observation per step;
+/// a non-zero exit status, output that is not a reply or the wrong number of observations is a
+/// CRASH, a reply with `error` is [`ImplError::Refused`].
+pub fn run_one_shot(
+    command: &str,
+    home: &Path,
+    case: &str,
+    open: &OpenCase,
+    steps: &[ScriptStep],
+    timeout: Duration,
+) -> Result<Vec<Observation>, ImplError> {
+    let deadline = Instant::now() + timeout;
+    let request = OneShotRequest {
+        protocol: PROTOCOL_VERSION.into(),
+        case: case.into(),
+        open: open.clone(),
+        steps: steps.to_vec(),
+    };
+    let mut input =
+        serde_json::to_vec(&request).map_err(|e| ImplError::Fatal(format!("cannot encode a request: {e}")))?;
+    input.push(b'\n');
+    let Spawned { mut child, mut stdin, stdout, stderr } = spawn(command, home)?;
+    // Writing and reading run beside each other: an implementation that answers before it has
+    // read all its input must not deadlock against a full pipe.
+    thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut output = Vec::new();
+        let read = stdout.take(MAX_REPLY_BYTES as u64 + 1).read_to_end(&mut output);
+        let _ = tx.send(read.map(|_| output));
+    });
+    let crash = |child: &mut Child, reason: String| {
+        stop_child(child, Duration::ZERO);
+        ImplError::Crash { reason, stderr: stderr.text() }
+    };
+    let output = match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        Ok(Ok(output)) if output.len() > MAX_REPLY_BYTES => {
+            return Err(crash(&mut child, format!("the output is longer than {} MiB", MAX_REPLY_BYTES >> 20)));
+        }
+        Ok(Ok(output)) => output,
+        Ok(Err(e)) => return Err(crash(&mut child, format!("reading stdout failed: {e}"))),
+        Err(_) => {
+            stop_child(&mut child, Duration::ZERO);
+            return Err(ImplError::Timeout { stderr: stderr.text() });
+        }
+    };
+    match stop_child(&mut child, deadline.saturating_duration_since(Instant::now())) {
+        Stopped::Exited(status) if status.success() => {}
+        Stopped::Exited(status) => return Err(crash(&mut child, format!("the process exited with {status}"))),
+        Stopped::Killed => return Err(ImplError::Timeout { stderr: stderr.text() }),
+    }
+    let reply: OneShotReply = serde_json::from_slice(&output)
+        .map_err(|e| crash(&mut child, format!("'{}' is not a one-shot reply ({e})", preview(&output))))?;
+    if let Some(error) = reply.error {
+        return Err(ImplError::Refused(error));
+    }
+    if reply.observations.len() != steps.len() {
+        let reason = format!("{} observations for {} steps", reply.observations.len(), steps.len());
+        return Err(crash(&mut child, reason));
+    }
+    Ok(reply.observations)
+}
+
+/// Why a request got no reply.
+#[derive(Debug)]
+enum Failure {
+    /// Something other than a reply came (CRASH).
+    Garbage(String),
+    /// The process is gone or going (CRASH, with its exit status).
+    Gone(String),
+    /// Nothing came in time (TIMEOUT).
+    Timeout,
+}
+
+/// What a reader or writer thread saw.
+#[derive(Debug)]
+enum Event {
+    /// A line of stdout, with its newline if it had one.
+    Line(Vec<u8>),
+    /// A stdout line longer than [`MAX_REPLY_BYTES`].
+    TooLong,
+    /// Stdout closed.
+    Eof,
+    /// Reading stdout failed.
+    ReadFailed(String),
+    /// Writing stdin failed (the process has most likely exited).
+    WriteFailed(String),
+}
+
+/// A running process of the persistent mode.
+#[derive(Debug)]
+struct Proc {
+    child: Child,
+    /// Request lines for the writer thread; dropping it closes stdin.
+    requests: Option<Sender<Vec<u8>>>,
+    events: Receiver<Event>,
+    stderr: StderrTail,
+}
+
+impl Proc {
+    fn start(command: &str, home: &Path) -> Result<Proc, ImplError> {
+        let Spawned { child, stdin, stdout, stderr } = spawn(command, home)?;
+        let (event_tx, events) = mpsc::channel();
+        let (requests, request_rx) = mpsc::channel();
+        let writer_events = event_tx.clone();
+        // A writer thread, because a process that stops reading would block a large `open` in
+        // `write_all` for ever; this way the reply's timeout covers the write too.
+        thread::spawn(move || write_requests(stdin, request_rx, writer_events));
+        thread::spawn(move || read_replies(stdout, event_tx));
+        Ok(Proc { child, requests: Some(requests), events, stderr })
+    }
+
+    fn round_trip(&mut self, line: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, Failure> {
+        let sent = self.requests.as_ref().is_some_and(|tx| tx.send(line).is_ok());
+        if !sent {
+            return Err(Failure::Gone("the process stopped reading its stdin".into()));
+        }
+        match self.events.recv_timeout(timeout) {
+            Ok(Event::Line(bytes)) => Ok(bytes),
+            Ok(Event::TooLong) => {
+                Err(Failure::Garbage(format!("a reply line is longer than {} MiB", MAX_REPLY_BYTES >> 20)))
+            }
+            Ok(Event::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                Err(Failure::Gone("the process closed its stdout".into()))
+            }
+            Ok(Event::ReadFailed(e)) => Err(Failure::Garbage(format!("reading its stdout failed: {e}"))),
+            Ok(Event::WriteFailed(e)) => Err(Failure::Gone(format!("writing the request failed: {e}"))),
+            Err(RecvTimeoutError::Timeout) => Err(Failure::Timeout),
+        }
+    }
+
+    /// Closes stdin, gives the process `grace` to exit by itself, then kills it.
+    fn stop(&mut self, grace: Duration) -> Stopped {
+        self.requests = None;
+        stop_child(&mut self.child, grace)
+    }
+}
+
+fn write_requests(mut stdin: ChildStdin, requests: Receiver<Vec<u8>>, events: Sender<Event>) {
+    for line in requests {
+        if let Err(e) = stdin.write_all(&line).and_then(|()| stdin.flush()) {
+            let _ = events.send(Event::WriteFailed(e.to_string()));
+            return;
+        }
+    }
+}
+
+fn read_replies(stdout: ChildStdout, events: Sender<Event>) {
+    let mut reader = BufReader::new(stdout);
+    loop {
+        let mut line = Vec::new();
+        // Reading through `take` bounds the line, so a process that never writes a newline
+        // cannot make the harness buffer without end.
+        let event = match (&mut reader).take(MAX_REPLY_BYTES as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) => Event::Eof,
+            Ok(_) if line.len() > MAX_REPLY_BYTES => Event::TooLong,
+            Ok(_) => Event::Line(line),
+            Err(e) => Event::ReadFailed(e.to_string()),
+        };
+        let last = !matches!(event, Event::Line(_));
+        if events.send(event).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// A started `sh -c <command>` and its pipes.
+struct Spawned {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+    stderr: StderrTail,
+}
+
+/// Starts `sh -c <command>` in a process group of its own, so that killing the group also kills
+/// whatever the command started (a shell wrapper's children would otherwise survive and hold the
+/// pipes open).
+fn spawn(command: &str, home: &Path) -> Result<Spawned, ImplError> {
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("HOME", home)
+        .env_remove("XDG_CONFIG_HOME")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| ImplError::Fatal(format!("cannot start 'sh -c {command}': {e}")))?;
+    match (child.stdin.take(), child.stdout.take(), child.stderr.take()) {
+        (Some(stdin), Some(stdout), Some(stderr)) => {
+            Ok(Spawned { child, stdin, stdout, stderr: StderrTail::collect(stderr) })
+        }
+        _ => {
+            stop_child(&mut child, Duration::ZERO);
+            Err(ImplError::Fatal(format!("'sh -c {command}' started without its pipes")))
+        }
+    }
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy)]
+enum Stopped {
+    /// By itself.
+    Exited(ExitStatus),
+    /// Killed by the harness.
+    Killed,
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stopped::Exited(status) => write!(f, "{status}"),
+            Stopped::Killed => write!(f, "killed by the harness"),
+        }
+    }
+}
+
+/// Waits up to `grace` for the child to exit, then kills its process group and reaps it. It
+/// never hangs: SIGKILL cannot be caught, and the reap follows it.
+fn stop_child(child: &mut Child, grace: Duration) -> Stopped {
+    let deadline = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            // A process that exited by itself has been reaped, so its group id may be free and
+            // reused by now: the group is not killed, lest a stranger be hit.
+            Ok(Some(status)) => return Stopped::Exited(status),
+            Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
+            _ => break,
+        }
+    }
+    // The child leads its process group (see `spawn`) and is not reaped yet, so the group id is
+    // still its own.
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+    Stopped::Killed
+}
+
+/// The last lines of a process's stderr, collected by a thread.
+#[derive(Debug)]
+struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// Disconnects when stderr closes.
+    done: Receiver<()>,
+}
+
+impl StderrTail {
+    fn collect(stderr: ChildStderr) -> StderrTail {
+        let lines = Arc::new(Mutex::new(VecDeque::new()));
+        let (done_tx, done) = mpsc::channel::<()>();
+        let tail = Arc::clone(&lines);
+        thread::spawn(move || {
+            let _done = done_tx;
+            let mut reader = BufReader::new(stderr);
+            let mut cut = false;
+            loop {
+                let mut piece = Vec::new();
+                match (&mut reader).take(STDERR_LINE_MAX as u64).read_until(b'\n', &mut piece) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                }
+                let ends_line = piece.ends_with(b"\n");
+                // The rest of a cut line is dropped, not reported as lines of its own.
+                if !cut {
+                    let mut line = String::from_utf8_lossy(&piece).trim_end_matches(['\n', '\r']).to_string();
+                    if !ends_line && piece.len() == STDERR_LINE_MAX {
+                        line.push_str(" [cut]");
+                    }
+                    let mut tail = tail.lock().unwrap_or_else(PoisonError::into_inner);
+                    if tail.len() == STDERR_TAIL_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line);
+                }
+                cut = !ends_line;
+            }
+        });
+        StderrTail { lines, done }
+    }
+
+    /// The tail, once stderr has closed or [`STDERR_DRAIN`] has passed.
+    fn text(&self) -> String {
+        let _ = self.done.recv_timeout(STDERR_DRAIN);
+        let lines = self.lines.lock().unwrap_or_else(PoisonError::into_inner);
+        lines.iter().map(String::as_str).collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// The start of some output, for a message.
+fn preview(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end();
+    match text.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", text.get(..i).unwrap_or_default()),
+        None => text.to_string(),
+    }
+}

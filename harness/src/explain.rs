@@ -1,0 +1,98 @@
+//! `explain` (a case beside the seed text it cites) and `repro` (a directory that reproduces one
+//! case).
+
+use std::fmt::Write;
+use std::fs;
+use std::path::Path;
+
+use crate::load::{default_cases_dir, Case, TREE_MARKER};
+use crate::scenario::{Platform, TreeValue};
+use crate::tree::Sandbox;
+
+fn find<'a>(cases: &'a [Case], id: &str) -> Result<&'a Case, String> {
+    cases
+        .iter()
+        .find(|c| c.scenario.id == id)
+        .ok_or_else(|| format!("no case has the id '{id}' (see conformance list)"))
+}
+
+/// The paragraph of `text` that holds `quote` (compared without line breaks), or `None`.
+fn paragraph_with(text: &str, quote: &str) -> Option<String> {
+    let probe: String = quote.chars().take(60).collect();
+    text.split("\n\n").find(|p| p.replace('\n', " ").contains(probe.trim())).map(|p| p.trim().to_string())
+}
+
+/// The case, each cited sentence in its seed paragraph or decision, and the case file.
+pub fn explain(cases: &[Case], id: &str) -> Result<String, String> {
+    let case = find(cases, id)?;
+    let s = &case.scenario;
+    let dir = default_cases_dir();
+    let mut out = String::new();
+    let _ = writeln!(out, "{} — {}\n{}\nfeatures: {}\n", s.id, s.title, case.file.display(), s.features.join(", "));
+    for r in &s.spec {
+        if let (Some(seed), Some(quote)) = (&r.seed, &r.quote) {
+            let heading = r.heading.as_deref().unwrap_or("");
+            let _ = writeln!(out, "seed {seed}, \"{heading}\":");
+            let text = fs::read_dir(dir.join("seeds"))
+                .ok()
+                .and_then(|rd| {
+                    rd.filter_map(Result::ok).find(|e| e.file_name().to_string_lossy().starts_with(&format!("{seed}_")))
+                })
+                .and_then(|e| fs::read_to_string(e.path()).ok())
+                .unwrap_or_default();
+            match paragraph_with(&text, quote) {
+                Some(p) => p.lines().for_each(|l| {
+                    let _ = writeln!(out, "  | {l}");
+                }),
+                None => {
+                    let _ = writeln!(out, "  (quote not found in the seed) \"{quote}\"");
+                }
+            }
+        }
+        if let Some(d) = &r.decision {
+            let text = fs::read_to_string(dir.join("DECISIONS.md")).unwrap_or_default();
+            let marker = format!("**{d}**");
+            let _ = writeln!(out, "decision {d}:");
+            match text.split("\n- ").find(|b| b.contains(&marker)) {
+                Some(b) => b.lines().for_each(|l| {
+                    let _ = writeln!(out, "  | {}", l.trim());
+                }),
+                None => {
+                    let _ = writeln!(out, "  (not found in DECISIONS.md)");
+                }
+            }
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "---\n{}", fs::read_to_string(&case.file).unwrap_or_default());
+    Ok(out)
+}
+
+/// Writes `dir` with `case.yaml` (so `conformance run --cases DIR` runs just this case) and, for a
+/// host case, the materialised tree under `tree/` for reading.
+pub fn repro(cases: &[Case], id: &str, dir: &Path) -> Result<String, String> {
+    let case = find(cases, id)?;
+    if dir.exists() {
+        return Err(format!("{} exists (repro writes a new directory)", dir.display()));
+    }
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    fs::copy(&case.file, dir.join("case.yaml")).map_err(|e| format!("case.yaml: {e}"))?;
+    if case.scenario.platform == Platform::Posix {
+        let tree_dir = dir.join("tree");
+        let sandbox = Sandbox::in_dir(&tree_dir)?;
+        fs::write(tree_dir.join(TREE_MARKER), "").map_err(|e| e.to_string())?;
+        let links = |v: &TreeValue| matches!(v, TreeValue::Symlink(_));
+        for (path, value) in case.scenario.tree.iter().filter(|(_, v)| !links(v)) {
+            sandbox.put(path, value)?;
+        }
+        for (path, value) in case.scenario.tree.iter().filter(|(_, v)| links(v)) {
+            sandbox.put(path, value)?;
+        }
+    }
+    Ok(format!(
+        "wrote {}\nrun it: conformance run --cases {} [--adapter CMD]\nthe tree as the harness makes it: {}/tree/project",
+        dir.display(),
+        dir.display(),
+        dir.display()
+    ))
+}

@@ -1,0 +1,118 @@
+//! The expectations manifest of one implementation: which cases it is expected not to pass, and
+//! why. It is strict: an entry for an unknown id is a manifest error, and a case whose status
+//! differs from its entry — an XPASS above all — is an unexpected result.
+//!
+//! ```yaml
+//! # conformance expectations for my-loader
+//! m-fm-003:
+//!   status: FAIL
+//!   reason: tab-only frontmatter lines are rejected by our YAML parser
+//!   link: https://example.invalid/issues/12
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::{CaseResult, Status};
+
+/// One entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// The expected status: FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP (not run).
+    pub status: Status,
+    /// Why.
+    pub reason: String,
+    /// Where it is tracked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
+}
+
+/// A manifest: case id → entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Manifest {
+    /// Entries by id.
+    pub entries: BTreeMap<String, Entry>,
+}
+
+impl Manifest {
+    /// Reads a manifest; errors name the file and line.
+    pub fn read(path: &Path) -> Result<Manifest, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if text.trim().is_empty() {
+            return Ok(Manifest::default());
+        }
+        let m: Manifest = reference::yaml::from_str(&text).map_err(|e| match e.line {
+            Some(l) => format!("{}:{l}: {}", path.display(), e.message),
+            None => format!("{}: {}", path.display(), e.message),
+        })?;
+        for (id, entry) in &m.entries {
+            if matches!(entry.status, Status::Pass | Status::Xfail | Status::Xpass) {
+                return Err(format!(
+                    "{}: {id}: status {} cannot be expected (use FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP)",
+                    path.display(),
+                    entry.status.as_str()
+                ));
+            }
+        }
+        Ok(m)
+    }
+
+    /// Ids the manifest names that the corpus does not hold.
+    pub fn unknown_ids(&self, known: &BTreeSet<String>) -> Vec<String> {
+        self.entries.keys().filter(|id| !known.contains(*id)).cloned().collect()
+    }
+
+    /// Whether the case is to be skipped.
+    pub fn skips(&self, id: &str) -> bool {
+        self.entries.get(id).is_some_and(|e| e.status == Status::Skip)
+    }
+
+    /// Applies the manifest to a result: FAIL expected becomes XFAIL, PASS against an entry
+    /// becomes XPASS. Returns whether the result is as expected.
+    pub fn apply(&self, r: &mut CaseResult) -> bool {
+        match self.entries.get(&r.id) {
+            None => matches!(r.status, Status::Pass | Status::Unsupported | Status::Skip),
+            Some(entry) if r.status == Status::Pass => {
+                r.status = Status::Xpass;
+                r.reason =
+                    Some(format!("passed, but the manifest expects {} ({})", entry.status.as_str(), entry.reason));
+                false
+            }
+            Some(entry) if entry.status == r.status => {
+                if r.status == Status::Fail {
+                    r.status = Status::Xfail;
+                }
+                true
+            }
+            Some(entry) => {
+                let why = r.reason.clone().unwrap_or_default();
+                r.reason =
+                    Some(format!("the manifest expects {}, got {}: {why}", entry.status.as_str(), r.status.as_str()));
+                false
+            }
+        }
+    }
+
+    /// A manifest that expects exactly these results.
+    pub fn from_results(results: &[CaseResult]) -> Manifest {
+        let entries = results
+            .iter()
+            .filter(|r| !matches!(r.status, Status::Pass | Status::Unsupported | Status::Xpass))
+            .map(|r| {
+                let status = if r.status == Status::Xfail { Status::Fail } else { r.status };
+                (r.id.clone(), Entry { status, reason: r.reason.clone().unwrap_or_default(), link: None })
+            })
+            .collect();
+        Manifest { entries }
+    }
+
+    /// The manifest as YAML.
+    pub fn to_yaml(&self) -> String {
+        let body = reference::yaml::to_string(self).unwrap_or_default();
+        format!("# conformance expectations manifest: case id -> expected status, reason, link\n{body}")
+    }
+}
