@@ -1,0 +1,49 @@
+//! The whole corpus through `reference-adapter` gives exactly the in-process results: the same
+//! status for every case and the same observation at every step (temporary paths aside). This is
+//! what makes the project's own CI exercise the adapter protocol.
+
+use std::time::Duration;
+
+use harness::adapter::{reference_adapter_path, ProcessAdapter};
+use harness::implementation::{reference_hello, Implementation, InProcess};
+use harness::load::{default_cases_dir, load_dir};
+use harness::run::run_case;
+
+/// Each case runs in its own `<tmp>/conformance-XXXXXX`; cut that segment out of every string.
+fn redact(mut text: String) -> String {
+    while let Some(pos) = text.find("/conformance-") {
+        let end = text[pos + 1..].find(['/', '"']).map_or(text.len(), |e| pos + 1 + e);
+        text.replace_range(pos..end, "/[sandbox]");
+    }
+    text
+}
+
+#[test]
+fn suite_through_reference_adapter_equals_in_process() {
+    let cases = load_dir(&default_cases_dir()).unwrap();
+    assert!(!cases.is_empty());
+    let home = tempfile::tempdir().unwrap();
+    let exe = reference_adapter_path().unwrap();
+    let command = exe.to_string_lossy().into_owned();
+    let mut adapter = ProcessAdapter::new(command, home.path(), Duration::from_secs(20), 0);
+    let hello = adapter.hello().unwrap();
+    assert_eq!(hello, reference_hello());
+    let mut differences = Vec::new();
+    for case in &cases {
+        let inproc = run_case(&mut InProcess::default(), &reference_hello(), case);
+        let through = run_case(&mut adapter, &hello, case);
+        if inproc.status != through.status {
+            differences.push(format!(
+                "{}: in-process {:?}, adapter {:?} ({:?})",
+                case.name, inproc.status, through.status, through.reason
+            ));
+            continue;
+        }
+        let a = redact(serde_json::to_string(&inproc.steps).unwrap());
+        let b = redact(serde_json::to_string(&through.steps).unwrap());
+        if a != b {
+            differences.push(format!("{}: observations differ\n  in-process: {a}\n  adapter:    {b}", case.name));
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
