@@ -2,6 +2,8 @@
 //! status for every case and the same observation at every step (temporary paths aside). This is
 //! what makes the project's own CI exercise the adapter protocol.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use std::time::Duration;
 
 use harness::adapter::{reference_adapter_path, ProcessAdapter};

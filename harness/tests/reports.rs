@@ -2,6 +2,8 @@
 //! ends with the plain closing line, and a manifest entry turns a failure into XFAIL and a pass
 //! into XPASS.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use harness::implementation::{reference_hello, InProcess};
 use harness::load::{default_cases_dir, load_dir};
 use harness::manifest::{Entry, Manifest};

@@ -2,6 +2,8 @@
 //! generated from the Rust types. Regenerate with
 //! `UPDATE_SCHEMA=1 cargo test -p harness --test scenario_schema`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use std::path::Path;
 
 #[test]

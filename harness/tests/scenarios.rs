@@ -3,6 +3,8 @@
 //! observation for review (`cargo insta review`). CI never writes snapshots. Finding zero
 //! scenarios fails.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 
