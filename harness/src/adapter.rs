@@ -73,6 +73,7 @@ pub enum Request {
 /// A reply of the persistent mode.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = seq_is_required)]
 pub struct Reply {
     /// The request's `seq`; null only when the request could not be read at all.
     pub seq: Option<u64>,
@@ -87,6 +88,14 @@ pub struct Reply {
     /// Why the request failed (with `ok: false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// Marks `seq` required in [`Reply`]'s schema: every reply has one, if only null, but an
+/// `Option` field alone would be optional.
+fn seq_is_required(schema: &mut schemars::Schema) {
+    if let Some(serde_json::Value::Array(required)) = schema.get_mut("required") {
+        required.insert(0, "seq".into());
+    }
 }
 
 /// One step of a one-shot case: a [`StepOp`], or a restart.

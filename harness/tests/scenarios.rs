@@ -18,10 +18,13 @@ use libtest_mimic::{Arguments, Failed, Trial};
 fn redact(value: &mut serde_json::Value, sandbox_prefix: &str) {
     match value {
         serde_json::Value::String(s) => {
-            if let Some(pos) = s.find(sandbox_prefix) {
-                // The sandbox is `<tmp>/conformance-XXXX`; keep what follows it.
-                let end = s[pos..].find("/project").map_or(s.len(), |e| pos + e);
+            // The sandbox is `<tmp>/conformance-XXXXXX`; every occurrence becomes `[sandbox]`.
+            let mut from = 0;
+            while let Some(found) = s[from..].find(sandbox_prefix) {
+                let pos = from + found;
+                let end = s[pos + sandbox_prefix.len()..].find('/').map_or(s.len(), |e| pos + sandbox_prefix.len() + e);
                 s.replace_range(pos..end, "[sandbox]");
+                from = pos + "[sandbox]".len();
             }
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(|v| redact(v, sandbox_prefix)),
