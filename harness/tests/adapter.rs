@@ -2,6 +2,8 @@
 //! quickly and never hang the harness, the process is started again for the next request, and
 //! `reference-adapter` behind the protocol observes exactly what the reference does in-process.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
