@@ -305,10 +305,12 @@ impl ProcessAdapter {
         let mut line =
             serde_json::to_vec(&request(seq)).map_err(|e| ImplError::Fatal(format!("cannot encode a request: {e}")))?;
         line.push(b'\n');
-        let outcome = match self.proc.as_mut() {
-            Some(proc) => proc.round_trip(line, self.timeout),
-            None => Err(Failure::Gone("the process is not running (it crashed or timed out earlier)".into())),
+        // Only `step` and `close` get here without a process, and a process that is not running
+        // has no case open.
+        let Some(proc) = self.proc.as_mut() else {
+            return Err(ImplError::Refused("no case is open (the implementation's process is not running)".into()));
         };
+        let outcome = proc.round_trip(line, self.timeout);
         let bytes = outcome.map_err(|f| self.fail(f))?;
         let reply: Reply = match serde_json::from_slice(&bytes) {
             Ok(reply) => reply,
@@ -339,16 +341,11 @@ impl ProcessAdapter {
     fn fail(&mut self, failure: Failure) -> ImplError {
         self.crashed = true;
         self.hello = None;
-        let Some(mut proc) = self.proc.take() else {
-            let reason = match failure {
-                Failure::Garbage(r) | Failure::Gone(r) => r,
-                Failure::Timeout => "timeout".into(),
-            };
-            return ImplError::Crash { reason, stderr: String::new() };
-        };
         let grace = if matches!(failure, Failure::Gone(_)) { EXIT_GRACE } else { Duration::ZERO };
-        let stopped = proc.stop(grace);
-        let stderr = proc.stderr.text();
+        let (stopped, stderr) = match self.proc.take() {
+            Some(mut proc) => (proc.stop(grace), proc.stderr.text()),
+            None => (Stopped::Killed, String::new()),
+        };
         match failure {
             Failure::Timeout => ImplError::Timeout { stderr },
             Failure::Garbage(reason) => ImplError::Crash { reason, stderr },

@@ -164,16 +164,24 @@ fn managed_case(dir: &Path, state: &str) -> OpenCase {
     }
 }
 
-/// Opens `open` and runs `steps` (`None` is a restart), collecting every step's observation.
+/// Opens `open` and runs `steps` (`None` is a restart), collecting every step's observation. Like
+/// the runner, it keeps `open.tree` up to date, so that a restarted process gets the tree as it
+/// is now.
 fn drive(imp: &mut dyn Implementation, open: &OpenCase, steps: &[Option<StepOp>]) -> Vec<Observation> {
     assert_eq!(imp.open(open).unwrap(), Observation::default());
-    let observations = steps
-        .iter()
-        .map(|step| match step {
+    let mut open = open.clone();
+    let mut observations = Vec::new();
+    for step in steps {
+        observations.push(match step {
             Some(op) => imp.step(op).unwrap(),
             None => imp.restart(&OpenCase { resume: true, ..open.clone() }).unwrap(),
-        })
-        .collect();
+        });
+        if let Some(StepOp::EditTree { edit: TreeEdit::Write { path, hex } }) = step {
+            let tree = open.tree.as_mut().unwrap();
+            tree.retain(|e| !matches!(e, WireEntry::File { path: p, .. } if p == path));
+            tree.push(WireEntry::File { path: path.clone(), hex: hex.clone() });
+        }
+    }
     imp.close().unwrap();
     observations
 }
@@ -222,6 +230,9 @@ fn reference_adapter_observes_exactly_what_the_reference_does_in_process() {
 fn reference_adapter_refuses_a_step_without_an_open_case() {
     let dir = tempfile::tempdir().unwrap();
     let mut imp = ProcessAdapter::new(reference_command(), dir.path(), LONG, 0);
+    let not_running = "no case is open (the implementation's process is not running)";
+    assert_eq!(imp.step(&StepOp::Start), Err(ImplError::Refused(not_running.into())));
+    assert_eq!(imp.hello().unwrap(), reference_hello());
     assert_eq!(imp.step(&StepOp::Start), Err(ImplError::Refused("no case is open (open one first)".into())));
     // A refusal leaves the process running.
     assert_eq!(imp.hello().unwrap(), reference_hello());
