@@ -33,7 +33,8 @@ const STDERR_LINE_MAX: usize = 1024;
 /// How long to wait for the rest of stderr once the process is gone. A grandchild that escaped
 /// the kill may hold stderr open for ever; the tail must not wait for it.
 const STDERR_DRAIN: Duration = Duration::from_millis(300);
-/// How long a process that closed stdout gets to exit by itself, so its exit status is reported.
+/// How long a process gets to exit by itself after it closed stdout (so that its exit status can
+/// be reported) or after the harness closed its stdin (the end of a run).
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// A request of the persistent mode; the reply echoes its `seq`.
@@ -398,8 +399,12 @@ impl Implementation for ProcessAdapter {
 }
 
 impl Drop for ProcessAdapter {
+    /// Closes stdin, which is the end of the conversation, and kills the process if it has not
+    /// exited within [`EXIT_GRACE`].
     fn drop(&mut self) {
-        self.stop();
+        if let Some(mut proc) = self.proc.take() {
+            proc.stop(EXIT_GRACE);
+        }
     }
 }
 

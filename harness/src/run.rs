@@ -204,7 +204,7 @@ fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Resu
                 TreeEdit::Environment { state } => r.open.environment = Some(state.clone()),
             }
             *tree = mem.wire();
-            Ok(Some(StepOp::EditTree { edit }))
+            Ok(Some(StepOp::EditTree(edit)))
         } else {
             Ok(None)
         }

@@ -176,7 +176,7 @@ fn drive(imp: &mut dyn Implementation, open: &OpenCase, steps: &[Option<StepOp>]
             Some(op) => imp.step(op).unwrap(),
             None => imp.restart(&OpenCase { resume: true, ..open.clone() }).unwrap(),
         });
-        if let Some(StepOp::EditTree { edit: TreeEdit::Write { path, hex } }) = step {
+        if let Some(StepOp::EditTree(TreeEdit::Write { path, hex })) = step {
             let tree = open.tree.as_mut().unwrap();
             tree.retain(|e| !matches!(e, WireEntry::File { path: p, .. } if p == path));
             tree.push(WireEntry::File { path: path.clone(), hex: hex.clone() });
@@ -194,7 +194,7 @@ fn managed_steps() -> Vec<Option<StepOp>> {
         Some(StepOp::Start),
         Some(touch.clone()),
         Some(StepOp::NextRequest),
-        Some(StepOp::EditTree { edit }),
+        Some(StepOp::EditTree(edit)),
         None,
         Some(touch),
         Some(StepOp::NextRequest),

@@ -169,12 +169,11 @@ pub enum StepOp {
         /// The fork's state directory.
         state_dir: String,
     },
-    /// An edit of an in-memory tree (host trees are edited by the harness on disk).
-    EditTree {
-        /// What changes.
-        #[serde(flatten)]
-        edit: TreeEdit,
-    },
+    /// An edit of an in-memory tree (host trees are edited by the harness on disk). On the wire its
+    /// fields sit beside `op`: `{"op":"edit_tree","edit":"write","path":..,"hex":..}`. A newtype
+    /// variant, not `flatten`, because serde's `flatten` cannot be combined with
+    /// `deny_unknown_fields`.
+    EditTree(TreeEdit),
 }
 
 /// What one step observed.
@@ -418,7 +417,7 @@ impl Driver {
                 self.state_dir = PathBuf::from(state_dir);
                 self.session = Some(fork);
             }
-            StepOp::EditTree { edit } => self.edit(edit)?,
+            StepOp::EditTree(edit) => self.edit(edit)?,
         }
         Ok(obs)
     }
@@ -444,5 +443,26 @@ impl Driver {
             TreeEdit::Environment { state } => mem.set_environment(environment(state)),
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_tree_steps_read_back_from_their_wire_form() {
+        let op = StepOp::EditTree(TreeEdit::Write { path: "a.md".into(), hex: "61".into() });
+        let json = serde_json::to_string(&op).unwrap();
+        assert_eq!(json, r#"{"op":"edit_tree","edit":"write","path":"a.md","hex":"61"}"#);
+        assert_eq!(serde_json::from_str::<StepOp>(&json).unwrap(), op);
+    }
+
+    #[test]
+    fn unknown_step_fields_are_refused() {
+        // serde ignores extra fields beside the tag of a unit variant (`next_request`); the
+        // variants that carry fields refuse unknown ones.
+        assert!(serde_json::from_str::<StepOp>(r#"{"op":"touch","tool":"read","path":"a","x":1}"#).is_err());
+        assert!(serde_json::from_str::<StepOp>(r#"{"op":"edit_tree","edit":"delete","path":"a","x":1}"#).is_err());
     }
 }

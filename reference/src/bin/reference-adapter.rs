@@ -8,7 +8,7 @@
 use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
-use reference::driver::{hello_fields, Driver, HelloFields, Observation, OpenCase, StepOp, TreeEdit};
+use reference::driver::{hello_fields, Driver, HelloFields, Observation, OpenCase, StepOp};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -161,21 +161,8 @@ fn run(request: Request, driver: &mut Option<Driver>) -> Result<Reply, String> {
 }
 
 /// Reads a step.
-///
-/// FIXME: `StepOp`'s derived `Deserialize` rejects every `edit_tree` step ("unknown field
-/// `edit`"), because serde's `deny_unknown_fields` does not work with the `#[serde(flatten)]` of
-/// its `edit`. Until driver.rs drops one of the two, `edit_tree` is read here by hand; the wire
-/// shape (harness/PROTOCOL.md) is the same either way.
 fn step_from(value: Value) -> Result<StepOp, String> {
-    match value {
-        Value::Object(mut fields) if fields.get("op").and_then(Value::as_str) == Some("edit_tree") => {
-            fields.remove("op");
-            let edit: TreeEdit =
-                serde_json::from_value(Value::Object(fields)).map_err(|e| format!("not a step: {e}"))?;
-            Ok(StepOp::EditTree { edit })
-        }
-        other => serde_json::from_value(other).map_err(|e| format!("not a step: {e}")),
-    }
+    serde_json::from_value(value).map_err(|e| format!("not a step: {e}"))
 }
 
 fn refusal(seq: Option<u64>, error: String) -> Reply {
