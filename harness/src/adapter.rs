@@ -364,6 +364,10 @@ impl ProcessAdapter {
 }
 
 impl Implementation for ProcessAdapter {
+    fn set_case(&mut self, id: &str) {
+        self.case = id.to_string();
+    }
+
     fn hello(&mut self) -> Result<Hello, ImplError> {
         self.ensure_running()?;
         self.hello.clone().ok_or_else(|| ImplError::Fatal("no hello after starting the process".into()))
@@ -405,6 +409,64 @@ impl Drop for ProcessAdapter {
         if let Some(mut proc) = self.proc.take() {
             proc.stop(EXIT_GRACE);
         }
+    }
+}
+
+/// An implementation in the one-shot mode: [`run_one_shot`] once per case. The mode has no
+/// `hello`, so it is taken to support the `modules` profile and every feature of the built-in
+/// vocabulary; a case it cannot handle is a FAIL or an ERROR, never UNSUPPORTED.
+#[derive(Debug, Clone)]
+pub struct OneShotAdapter {
+    command: String,
+    home: PathBuf,
+    timeout: Duration,
+}
+
+impl OneShotAdapter {
+    /// `timeout` bounds each whole case.
+    pub fn new(command: impl Into<String>, home: impl Into<PathBuf>, timeout: Duration) -> Self {
+        OneShotAdapter { command: command.into(), home: home.into(), timeout }
+    }
+}
+
+impl Implementation for OneShotAdapter {
+    fn hello(&mut self) -> Result<Hello, ImplError> {
+        Ok(Hello {
+            name: self.command.clone(),
+            version: "unknown".into(),
+            language: "unknown".into(),
+            profiles: vec!["modules".into()],
+            features: crate::load::known_features().into_iter().collect(),
+        })
+    }
+
+    fn open(&mut self, _open: &OpenCase) -> Result<Observation, ImplError> {
+        Err(ImplError::Refused("a one-shot adapter runs whole cases only".into()))
+    }
+
+    fn step(&mut self, _op: &StepOp) -> Result<Observation, ImplError> {
+        Err(ImplError::Refused("a one-shot adapter runs whole cases only".into()))
+    }
+
+    fn restart(&mut self, _open: &OpenCase) -> Result<Observation, ImplError> {
+        Err(ImplError::Refused("a one-shot adapter runs whole cases only".into()))
+    }
+
+    fn close(&mut self) -> Result<(), ImplError> {
+        Ok(())
+    }
+
+    fn is_one_shot(&self) -> bool {
+        true
+    }
+
+    fn run_whole(
+        &mut self,
+        case: &str,
+        open: &OpenCase,
+        steps: &[ScriptStep],
+    ) -> Option<Result<Vec<Observation>, ImplError>> {
+        Some(run_one_shot(&self.command, &self.home, case, open, steps, self.timeout))
     }
 }
 

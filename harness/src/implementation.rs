@@ -66,6 +66,23 @@ pub trait Implementation {
     fn restart(&mut self, open: &OpenCase) -> Result<Observation, ImplError>;
     /// Closes the case.
     fn close(&mut self) -> Result<(), ImplError>;
+    /// Tells the implementation which case comes next (for its logs). The default ignores it.
+    fn set_case(&mut self, _id: &str) {}
+    /// Whether the implementation takes a whole case at once ([`Implementation::run_whole`])
+    /// rather than step by step. The default is false.
+    fn is_one_shot(&self) -> bool {
+        false
+    }
+    /// Runs a whole case at once: one observation per script step. Only one-shot
+    /// implementations answer; the default is `None`.
+    fn run_whole(
+        &mut self,
+        _case: &str,
+        _open: &OpenCase,
+        _steps: &[crate::adapter::ScriptStep],
+    ) -> Option<Result<Vec<Observation>, ImplError>> {
+        None
+    }
 }
 
 /// Every feature in spec-cases/features.yaml that the reference implements.

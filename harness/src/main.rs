@@ -64,6 +64,10 @@ struct RunArgs {
     /// The adapter command (run with `sh -c`); without it, the reference runs in-process.
     #[arg(long)]
     adapter: Option<String>,
+    /// Run the adapter once per case with the whole case on stdin (harness/PROTOCOL.md, one-shot
+    /// mode). Cases that edit a host tree between steps are UNSUPPORTED there.
+    #[arg(long, requires = "adapter")]
+    one_shot: bool,
     /// Only cases whose name or id contains this.
     #[arg(long)]
     filter: Option<String>,
@@ -117,9 +121,14 @@ fn factory(args: &RunArgs) -> Result<Box<Factory<'static>>, String> {
     let timeout = Duration::from_secs(args.timeout.max(1));
     let max_restarts = args.max_restarts;
     let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?.keep();
+    let one_shot = args.one_shot;
     Ok(Box::new(move || {
-        let imp = harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts);
-        Ok(Box::new(imp) as Box<dyn Implementation + Send>)
+        let imp: Box<dyn Implementation + Send> = if one_shot {
+            Box::new(harness::adapter::OneShotAdapter::new(cmd.clone(), home.clone(), timeout))
+        } else {
+            Box::new(harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts))
+        };
+        Ok(imp)
     }))
 }
 

@@ -6,6 +6,7 @@ use std::time::Instant;
 use reference::driver::{CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WirePlacement};
 use serde::Serialize;
 
+use crate::adapter::ScriptStep;
 use crate::compare::{compare, Mismatch};
 use crate::implementation::{Hello, ImplError, Implementation};
 use crate::load::Case;
@@ -192,8 +193,19 @@ fn touched(open: &OpenCase, path: &str) -> String {
     path.replace("{root}", &open.root)
 }
 
-/// Runs the action of one step; a host tree edit is the harness's alone and observes nothing.
-fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Result<Observation, ImplError> {
+/// What the implementation is asked to do for one step.
+enum Planned {
+    /// A step request.
+    Op(StepOp),
+    /// A restart, then an `open` with `resume` set.
+    Restart(OpenCase),
+    /// Nothing: the harness edited the host tree itself; the step observes nothing.
+    Nothing,
+}
+
+/// Plans one step's action, applying host tree edits on disk right away (the harness owns the
+/// tree) and keeping the in-memory model current.
+fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
     let bad = |e: String| ImplError::Refused(format!("harness: {e}"));
     let edit = |r: &mut Running, edit: TreeEdit| -> Result<Option<StepOp>, String> {
         if let (Some(mem), Some(tree)) = (r.mem.as_mut(), r.open.tree.as_mut()) {
@@ -228,7 +240,7 @@ fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Resu
         Action::Restart => {
             let mut open = r.open.clone();
             open.resume = true;
-            return imp.restart(&open);
+            return Ok(Planned::Restart(open));
         }
         Action::Write(w) => {
             let bytes = w.value.bytes().map_err(bad)?;
@@ -258,10 +270,62 @@ fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Resu
         }
         Action::Environment(env) => edit(r, TreeEdit::Environment { state: env.0.clone() }).map_err(bad)?,
     };
-    match op {
-        Some(op) => imp.step(&op),
-        None => Ok(Observation::default()),
+    Ok(op.map_or(Planned::Nothing, Planned::Op))
+}
+
+/// Runs one step live.
+fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Result<Observation, ImplError> {
+    match plan(r, action)? {
+        Planned::Op(op) => imp.step(&op),
+        Planned::Restart(open) => imp.restart(&open),
+        Planned::Nothing => Ok(Observation::default()),
     }
+}
+
+/// Runs every step in one go, for an implementation in one-shot mode. A host tree cannot change
+/// between the steps of a one-shot run, so such a case is unsupported there.
+fn drive_whole(
+    imp: &mut dyn Implementation,
+    r: &mut Running,
+    s: &Scenario,
+) -> Result<Option<Vec<Result<Observation, ImplError>>>, String> {
+    let host_edits = r.mem.is_none()
+        && s.steps.iter().any(|st| matches!(st.action, Action::Write(_) | Action::Delete(_) | Action::Rename(_)));
+    let mut script = Vec::new();
+    let mut planned = Vec::new();
+    for step in &s.steps {
+        let p = plan(r, &step.action).map_err(|e| e.to_string())?;
+        match &p {
+            Planned::Op(op) => script.push(ScriptStep::Step(op.clone())),
+            Planned::Restart(_) => script.push(ScriptStep::Restart),
+            Planned::Nothing => {}
+        }
+        planned.push(!matches!(p, Planned::Nothing));
+    }
+    let open = {
+        // The open of a one-shot run carries the tree as it is at the start; `plan` above moved
+        // the model on, so it is rebuilt from the scenario.
+        let mut open = r.open.clone();
+        open.tree = r.mem.is_some().then(|| MemModel::new(s).wire());
+        open.state_dir = r.sandbox.state_dir().to_string_lossy().into_owned();
+        open.environment = if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None };
+        open
+    };
+    if host_edits {
+        return Err("one-shot mode cannot edit a host tree between steps".into());
+    }
+    let Some(outcome) = imp.run_whole(&s.id, &open, &script) else { return Ok(None) };
+    let mut observations = match outcome {
+        Ok(obs) => obs.into_iter(),
+        Err(e) => return Ok(Some(vec![Err(e)])),
+    };
+    Ok(Some(
+        planned
+            .into_iter()
+            .map(|sent| if sent { observations.next().unwrap_or_default() } else { Observation::default() })
+            .map(Ok)
+            .collect(),
+    ))
 }
 
 /// Runs one case. Every case gets a result and every failure its reason.
@@ -292,14 +356,37 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
             return result;
         }
     };
-    if let Err(e) = imp.open(&running.open) {
-        set_error(&mut result, "open", &e);
-        result.millis = started.elapsed().as_millis();
-        return result;
+    imp.set_case(&s.id);
+    let whole = if imp.is_one_shot() {
+        match drive_whole(imp, &mut running, s) {
+            Ok(w) => w,
+            Err(why) => {
+                result.status = Status::Unsupported;
+                result.reason = Some(why);
+                return result;
+            }
+        }
+    } else {
+        None
+    };
+    let mut whole = whole.map(Vec::into_iter);
+    if whole.is_none() {
+        if let Err(e) = imp.open(&running.open) {
+            set_error(&mut result, "open", &e);
+            result.millis = started.elapsed().as_millis();
+            return result;
+        }
     }
     for (index, step) in s.steps.iter().enumerate() {
         let action = action_name(&step.action).to_string();
-        let obs = match drive(imp, &mut running, &step.action) {
+        let outcome = match whole.as_mut() {
+            Some(w) => match w.next() {
+                Some(o) => o,
+                None => break,
+            },
+            None => drive(imp, &mut running, &step.action),
+        };
+        let obs = match outcome {
             Ok(obs) => obs,
             Err(e) => {
                 set_error(&mut result, &format!("step {index} ({action})"), &e);
@@ -327,7 +414,9 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
         }
         result.steps.push(StepResult { index, action, observation: obs, mismatches });
     }
-    if let Err(e) = imp.close() {
+    if whole.is_some() {
+        // A one-shot run has no open session to close.
+    } else if let Err(e) = imp.close() {
         if result.status == Status::Pass {
             set_error(&mut result, "close", &e);
         }

@@ -49,3 +49,39 @@ fn suite_through_reference_adapter_equals_in_process() {
     }
     assert!(differences.is_empty(), "{}", differences.join("\n"));
 }
+
+#[test]
+fn suite_through_one_shot_reference_adapter_equals_in_process() {
+    use harness::adapter::OneShotAdapter;
+    use harness::run::Status;
+    let cases = load_dir(&default_cases_dir()).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let exe = reference_adapter_path().unwrap();
+    let mut adapter =
+        OneShotAdapter::new(format!("{} --one-shot", exe.display()), home.path(), Duration::from_secs(20));
+    let hello = adapter.hello().unwrap();
+    let mut differences = Vec::new();
+    let mut unsupported = 0;
+    for case in &cases {
+        let through = run_case(&mut adapter, &hello, case);
+        if through.status == Status::Unsupported {
+            // Only cases that edit a host tree between steps; the live protocol covers them.
+            assert!(
+                through.reason.as_deref().unwrap_or("").contains("host tree"),
+                "{}: {:?}",
+                case.name,
+                through.reason
+            );
+            unsupported += 1;
+            continue;
+        }
+        let inproc = run_case(&mut InProcess::default(), &reference_hello(), case);
+        let a = redact(serde_json::to_string(&(inproc.status, &inproc.steps)).unwrap());
+        let b = redact(serde_json::to_string(&(through.status, &through.steps)).unwrap());
+        if a != b {
+            differences.push(format!("{}:\n  in-process: {a}\n  one-shot:   {b}", case.name));
+        }
+    }
+    assert!(unsupported < cases.len() / 4, "{unsupported} of {} cases unsupported in one-shot mode", cases.len());
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
