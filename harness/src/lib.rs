@@ -6,6 +6,7 @@
 
 pub mod adapter;
 pub mod compare;
+pub mod coverage;
 pub mod explain;
 pub mod implementation;
 pub mod load;

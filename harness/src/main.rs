@@ -42,6 +42,14 @@ enum Command {
         #[command(flatten)]
         cases: CasesArg,
     },
+    /// Reports seed clauses and decisions no case covers, and cases that cover none; exit 1 on a gap.
+    Coverage {
+        /// Print every clause with the cases that cover it.
+        #[arg(long)]
+        verbose: bool,
+        #[command(flatten)]
+        cases: CasesArg,
+    },
     /// Runs the suite and writes the manifest that expects exactly its results.
     Expectations {
         /// The manifest to write.
@@ -222,6 +230,18 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
+        Command::Coverage { verbose, cases } => load(&cases).and_then(|loaded| {
+            let dir = cases.cases.clone().unwrap_or_else(default_cases_dir);
+            let clauses = harness::coverage::load_clauses(&dir)?;
+            let cov = harness::coverage::coverage(&clauses, &loaded);
+            if verbose {
+                for (id, by) in &cov.clauses {
+                    println!("{id:<14} {}", by.join(" "));
+                }
+            }
+            print!("{}", harness::coverage::report(&cov));
+            Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }),
         Command::Expectations { write, run } => execute(&run).and_then(|(_, results, _)| {
             let m = Manifest::from_results(&results);
             std::fs::write(&write, m.to_yaml()).map_err(|e| format!("{}: {e}", write.display()))?;

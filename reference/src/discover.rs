@@ -109,7 +109,11 @@ fn is_module_name(platform: Platform, name: &str, ext: &str) -> bool {
 pub fn modules(source: &Source, config: &Config) -> Modules {
     let mut diags = Vec::new();
     let mut files: Vec<RelPath> = Vec::new();
-    if rules_dir_walkable(source, config, &mut diags) {
+    // A failed managed listing is logged once by every discovery, whatever it then looks up
+    // (decision D-MAN-1); the session's sort and dedup fold it with the lookups' own reports.
+    if let Err(diag) = source.available() {
+        diags.extend(diag);
+    } else if rules_dir_walkable(source, config, &mut diags) {
         walk(source, config, &mut files, &mut diags);
     }
     files.sort();

@@ -129,6 +129,15 @@ impl Source {
         }
     }
 
+    /// Whether the source can be listed at all: `Err(None)` for a stopped or pending managed
+    /// environment (absent, silently), `Err(Some(..))` for a failed one (logged at info).
+    pub fn available(&self) -> Result<(), Option<Diagnostic>> {
+        match self {
+            Source::Mem(m) => m.available(),
+            Source::Host(_) | Source::Nothing => Ok(()),
+        }
+    }
+
     /// What the entry at `path` is, without following a final link.
     pub fn entry_kind(&self, path: &RelPath) -> Option<EntryKind> {
         match self {
