@@ -66,6 +66,22 @@ pub enum Record {
 pub struct Journal {
     path: PathBuf,
     records: Vec<Record>,
+    /// The latest active-context hash per path, kept current on every append so that dedupe
+    /// costs the same whatever the journal's length.
+    active: HashMap<String, String>,
+}
+
+/// Applies one record to the active-context map.
+fn apply(active: &mut HashMap<String, String>, record: &Record) {
+    match record {
+        Record::Compaction => active.clear(),
+        Record::Instructions { instructions, .. } => {
+            for id in instructions {
+                active.insert(id.rel_path.clone(), id.sha256.clone());
+            }
+        }
+        Record::Startup { .. } => {}
+    }
 }
 
 /// Why a journal could not be opened.
@@ -101,7 +117,7 @@ impl Journal {
         fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
         let path = state_dir.join(JOURNAL_FILE);
         File::create(&path).map_err(JournalError::Io)?;
-        Ok(Journal { path, records: Vec::new() })
+        Ok(Journal { path, records: Vec::new(), active: HashMap::new() })
     }
 
     /// Opens the journal in `state_dir` and restores its records.
@@ -143,7 +159,11 @@ impl Journal {
             f.set_len(good_end as u64).map_err(JournalError::Io)?;
             f.sync_data().map_err(JournalError::Io)?;
         }
-        Ok(Journal { path, records })
+        let mut active = HashMap::new();
+        for r in &records {
+            apply(&mut active, r);
+        }
+        Ok(Journal { path, records, active })
     }
 
     /// Appends `record` durably; on error nothing counts as appended.
@@ -153,6 +173,7 @@ impl Journal {
         let mut f = OpenOptions::new().append(true).create(true).open(&self.path)?;
         f.write_all(&line)?;
         f.sync_data()?;
+        apply(&mut self.active, &record);
         self.records.push(record);
         Ok(())
     }
@@ -172,17 +193,8 @@ impl Journal {
 
     /// The latest active-context hash per path: instruction records after the last compaction,
     /// the last record winning.
-    pub fn active(&self) -> HashMap<String, String> {
-        let from = self.records.iter().rposition(|r| matches!(r, Record::Compaction)).map_or(0, |i| i + 1);
-        let mut out = HashMap::new();
-        for r in self.records.iter().skip(from) {
-            if let Record::Instructions { instructions, .. } = r {
-                for id in instructions {
-                    out.insert(id.rel_path.clone(), id.sha256.clone());
-                }
-            }
-        }
-        out
+    pub fn active(&self) -> &HashMap<String, String> {
+        &self.active
     }
 
     /// Copies this journal into `state_dir` for a fork, and opens the copy.
