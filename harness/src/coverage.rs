@@ -71,7 +71,11 @@ pub fn decision_clauses(text: &str) -> Vec<Clause> {
         let trimmed = line.trim_start();
         if let Some(rest) = trimmed.strip_prefix("- **D-") {
             if let Some((id, body)) = rest.split_once("**") {
-                out.push(Clause { id: format!("D-{id}"), heading: "DECISIONS.md".into(), text: body.trim().to_string() });
+                out.push(Clause {
+                    id: format!("D-{id}"),
+                    heading: "DECISIONS.md".into(),
+                    text: body.trim().to_string(),
+                });
                 continue;
             }
         }
@@ -148,6 +152,11 @@ pub fn report(cov: &Coverage) -> String {
         let _ = writeln!(out, "case {case} cites '{id}', which no clause list or DECISIONS.md defines");
     }
     let covered = cov.clauses.values().filter(|v| !v.is_empty()).count();
-    let _ = writeln!(out, "{covered} of {} clauses covered; {} cases without a clause", cov.clauses.len(), cov.caseless.len());
+    let _ = writeln!(
+        out,
+        "{covered} of {} clauses covered; {} cases without a clause",
+        cov.clauses.len(),
+        cov.caseless.len()
+    );
     out
 }

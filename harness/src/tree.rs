@@ -192,7 +192,14 @@ pub fn default_root(platform: Platform) -> &'static str {
 /// The root in display form, for `{root}` in expectations (decision D-RENDER-1).
 pub fn display_root(platform: Platform, root: &str) -> String {
     match platform {
-        Platform::Windows => root.replace('\\', "/").trim_end_matches('/').to_string(),
+        Platform::Windows => {
+            let slashed = root.replace('\\', "/");
+            let plain = match slashed.strip_prefix("//?/UNC/") {
+                Some(unc) => format!("//{unc}"),
+                None => slashed.strip_prefix("//?/").unwrap_or(&slashed).to_string(),
+            };
+            plain.trim_end_matches('/').to_string()
+        }
         _ => root.trim_end_matches('/').to_string(),
     }
 }

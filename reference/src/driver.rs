@@ -164,7 +164,8 @@ pub enum StepOp {
     ColdClear,
     /// Makes the next journal append fail.
     FailNextAppend,
-    /// Forks the session into a new state directory and continues as the fork.
+    /// Forks the session into a new state directory and continues as the fork; observes the
+    /// fork's startup prefix.
     Fork {
         /// The fork's state directory.
         state_dir: String,
@@ -415,6 +416,8 @@ impl Driver {
             StepOp::Fork { state_dir } => {
                 let fork = self.session()?.fork(&PathBuf::from(state_dir)).map_err(|e| e.to_string())?;
                 self.state_dir = PathBuf::from(state_dir);
+                // The fork's retained prefix is observable, as a resume's is (D-LIFE-2).
+                obs.startup = Some(fork.startup());
                 self.session = Some(fork);
             }
             StepOp::EditTree(edit) => self.edit(edit)?,

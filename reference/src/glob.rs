@@ -8,7 +8,10 @@
 //! - `*` and `?` never match `/`; `*` matches a leading `.` (dotfiles are not special);
 //! - `**` must be a whole segment; `a**b` is refused rather than guessed at;
 //! - `[`, `]`, `{` and `}` are literal characters, so `app/[id]/page.tsx` matches that file;
-//! - matching is case-sensitive on POSIX and case-insensitive on Windows targets.
+//! - matching is case-sensitive on POSIX and case-insensitive on Windows targets;
+//! - `?` matches exactly one character (a Unicode scalar value), not one byte (D-GLOB-8).
+//!   globset matches bytes, so the set is compiled with `?` widened to `*`, and a hit of a glob
+//!   that has a `?` is confirmed by [`exact_match`], which walks characters.
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -42,16 +45,79 @@ pub fn validate(pattern: &str) -> Result<(), (Code, String)> {
 }
 
 /// Escapes the characters globset would read as classes or alternations, so that only `*`, `**`
-/// and `?` are special.
+/// and `?` are special, and widens `?` to `*` (a hit is then confirmed by [`exact_match`]).
 fn translate(pattern: &str) -> String {
     let mut out = String::with_capacity(pattern.len() + 4);
     for c in pattern.chars() {
-        if matches!(c, '[' | ']' | '{' | '}') {
-            out.push('\\');
+        match c {
+            '[' | ']' | '{' | '}' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '?' => out.push('*'),
+            c => out.push(c),
         }
-        out.push(c);
     }
     out
+}
+
+/// Matches one validated pattern against a /-form path, character by character: `**` as a whole
+/// segment matches zero or more segments, `*` any run of characters within a segment, `?` exactly
+/// one character. Case-insensitive when `fold` (Windows targets).
+pub fn exact_match(pattern: &str, path: &str, fold: bool) -> bool {
+    let pat: Vec<&str> = pattern.split('/').collect();
+    let segs: Vec<&str> = path.split('/').collect();
+    match_segments(&pat, &segs, fold)
+}
+
+fn match_segments(pat: &[&str], segs: &[&str], fold: bool) -> bool {
+    match pat.split_first() {
+        None => segs.is_empty(),
+        Some((&"**", rest)) => (0..=segs.len()).any(|skip| match_segments(rest, segs.get(skip..).unwrap_or(&[]), fold)),
+        Some((p, rest)) => match segs.split_first() {
+            Some((s, srest)) => match_segment(p, s, fold) && match_segments(rest, srest, fold),
+            None => false,
+        },
+    }
+}
+
+fn match_segment(pattern: &str, name: &str, fold: bool) -> bool {
+    let norm = |s: &str| -> Vec<char> {
+        if fold {
+            s.chars().flat_map(char::to_uppercase).collect()
+        } else {
+            s.chars().collect()
+        }
+    };
+    let (p, n) = (norm(pattern), norm(name));
+    // Classic wildcard matching with one backtrack point for the last `*`.
+    let (mut pi, mut ni) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ni < n.len() {
+        match p.get(pi) {
+            Some('*') => {
+                star = Some((pi, ni));
+                pi += 1;
+            }
+            Some('?') => {
+                pi += 1;
+                ni += 1;
+            }
+            Some(c) if Some(c) == n.get(ni) => {
+                pi += 1;
+                ni += 1;
+            }
+            _ => match star {
+                Some((sp, sn)) => {
+                    pi = sp + 1;
+                    ni = sn + 1;
+                    star = Some((sp, sn + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p.get(pi..).unwrap_or(&[]).iter().all(|c| *c == '*')
 }
 
 fn compile(pattern: &str, platform: Platform) -> Result<globset::Glob, (Code, String)> {
@@ -69,20 +135,22 @@ pub struct RulesBuilder {
     platform: Platform,
     builder: GlobSetBuilder,
     owners: Vec<usize>,
+    confirm: Vec<Option<String>>,
 }
 
 impl RulesBuilder {
     /// An empty builder for `platform`'s case rules.
     pub fn new(platform: Platform) -> RulesBuilder {
-        RulesBuilder { platform, builder: GlobSetBuilder::new(), owners: Vec::new() }
+        RulesBuilder { platform, builder: GlobSetBuilder::new(), owners: Vec::new(), confirm: Vec::new() }
     }
 
     /// Adds module `owner`'s already validated patterns.
     pub fn add(&mut self, owner: usize, patterns: &[String]) -> Result<(), (Code, String)> {
         let globs = patterns.iter().map(|p| compile(p, self.platform)).collect::<Result<Vec<_>, _>>()?;
-        for glob in globs {
+        for (glob, pattern) in globs.into_iter().zip(patterns) {
             self.builder.add(glob);
             self.owners.push(owner);
+            self.confirm.push(pattern.contains('?').then(|| pattern.clone()));
         }
         Ok(())
     }
@@ -92,7 +160,7 @@ impl RulesBuilder {
         // Every glob was compiled alone already, so building the set cannot fail on a pattern;
         // should it fail anyway, matching nothing is the safe answer.
         let set = self.builder.build().unwrap_or_else(|_| GlobSet::empty());
-        CompiledRules { set, owners: self.owners }
+        CompiledRules { set, owners: self.owners, confirm: self.confirm, fold: self.platform == Platform::Windows }
     }
 }
 
@@ -101,18 +169,26 @@ impl RulesBuilder {
 pub struct CompiledRules {
     set: GlobSet,
     owners: Vec<usize>,
+    /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
+    confirm: Vec<Option<String>>,
+    fold: bool,
 }
 
 impl CompiledRules {
     /// A set that matches nothing.
     pub fn empty() -> CompiledRules {
-        CompiledRules { set: GlobSet::empty(), owners: Vec::new() }
+        CompiledRules { set: GlobSet::empty(), owners: Vec::new(), confirm: Vec::new(), fold: false }
     }
 
     /// The modules (by owner index) one of whose patterns matches `path`, each at most once, in
     /// ascending order.
     pub fn matching(&self, path: &RelPath, out: &mut Vec<usize>) {
         for glob in self.set.matches(path.as_str()) {
+            if let Some(Some(pattern)) = self.confirm.get(glob) {
+                if !exact_match(pattern, path.as_str(), self.fold) {
+                    continue;
+                }
+            }
             if let Some(&owner) = self.owners.get(glob) {
                 out.push(owner);
             }
@@ -132,10 +208,39 @@ impl CompiledRules {
     }
 }
 
-/// Matches `path` against `patterns` one at a time, compiling each: the slow path the benches
-/// compare the compiled set with, and the obvious definition the fuzzer checks it against.
-pub fn matches_one_at_a_time(patterns: &[String], path: &RelPath, platform: Platform) -> bool {
-    patterns.iter().filter_map(|p| compile(p, platform).ok()).any(|g| g.compile_matcher().is_match(path.as_str()))
+/// Every module's globs compiled separately and tried one module at a time: the slow path the
+/// benches compare [`CompiledRules`] with. It answers exactly what the compiled set answers.
+#[derive(Debug, Clone)]
+pub struct OneAtATime {
+    modules: Vec<Vec<(globset::GlobMatcher, Option<String>)>>,
+    fold: bool,
+}
+
+impl OneAtATime {
+    /// Compiles each module's validated patterns on its own.
+    pub fn new(modules: &[Vec<String>], platform: Platform) -> Result<OneAtATime, (Code, String)> {
+        let modules = modules
+            .iter()
+            .map(|pats| {
+                pats.iter()
+                    .map(|p| compile(p, platform).map(|g| (g.compile_matcher(), p.contains('?').then(|| p.clone()))))
+                    .collect()
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(OneAtATime { modules, fold: platform == Platform::Windows })
+    }
+
+    /// The modules one of whose patterns matches `path`, in ascending order.
+    pub fn matching(&self, path: &RelPath, out: &mut Vec<usize>) {
+        for (i, globs) in self.modules.iter().enumerate() {
+            let hit = |(g, confirm): &(globset::GlobMatcher, Option<String>)| {
+                g.is_match(path.as_str()) && confirm.as_ref().is_none_or(|p| exact_match(p, path.as_str(), self.fold))
+            };
+            if globs.iter().any(hit) {
+                out.push(i);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -171,9 +276,43 @@ mod tests {
     #[case("src/{a,b}.ts", "src/a.ts", false)]
     #[case("src/{a,b}.ts", "src/{a,b}.ts", true)]
     #[case("SRC/*.ts", "src/a.ts", false)]
+    #[case("notes/?.md", "notes/日.md", true)]
+    #[case("notes/??.md", "notes/日.md", false)]
+    #[case("notes/?.md", "notes/.md", false)]
+    #[case("src/?", "src/a/b", false)]
     fn posix_matching(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
         validate(pattern).unwrap();
         assert_eq!(is_match(pattern, path, Platform::Posix), want, "{pattern} ~ {path}");
+    }
+
+    #[test]
+    fn one_at_a_time_answers_what_the_set_answers() {
+        let modules =
+            vec![vec!["src/**/*.ts".to_string()], vec!["*.md".into(), "docs/**".into()], vec!["src/a.ts".into()]];
+        let mut b = RulesBuilder::new(Platform::Posix);
+        for (i, m) in modules.iter().enumerate() {
+            b.add(i, m).unwrap();
+        }
+        let set = b.build();
+        let slow = OneAtATime::new(&modules, Platform::Posix).unwrap();
+        for path in ["src/a.ts", "README.md", "docs/x/y", "src/b/c.ts", "lib/x.rs"] {
+            let p = RelPath::parse(path).unwrap();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            set.matching(&p, &mut a);
+            slow.matching(&p, &mut b);
+            assert_eq!(a, b, "{path}");
+        }
+    }
+
+    #[rstest]
+    #[case("src/**/*.ts", "src/a.ts", true)]
+    #[case("**", "a/b/c", true)]
+    #[case("a/**/b", "a/b", true)]
+    #[case("a/*b*c", "a/xbyyc", true)]
+    #[case("a/*b*c", "a/xbyy", false)]
+    #[case("?é?", "aéb", true)]
+    fn exact_matcher(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
+        assert_eq!(exact_match(pattern, path, false), want);
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!    When that is (by real path) the `.git` of the bound Project, or of a registered one when
 //!    none is bound, the worktree's own top level is the root; otherwise nothing is ("a linked
 //!    worktree of another repository contributes nothing, even if a host Project is bound").
-//!    Both relative pointers resolve against the directory that holds them, as Git documents.
+//!    Both relative pointers resolve against the directory that holds them, as Git documents. A
+//!    `.git` file whose administrative directory has no `commondir` (a submodule's) is not a
+//!    linked worktree, and placement goes on with step 2.
 //! 2. The bound Project wins.
 //! 3. The registered Project containing the working directory (by real path; the deepest one).
 //! 4. Otherwise nothing: "an unregistered directory contributes nothing".
@@ -50,9 +52,12 @@ pub fn place_root(p: &Placement) -> Option<PathBuf> {
         let git = dir.join(".git");
         let Ok(md) = fs::symlink_metadata(&git) else { continue };
         if md.is_file() {
-            let common = linked_common_dir(&git)?;
-            let ours = candidates.iter().any(|c| fs::canonicalize(c.join(".git")).is_ok_and(|g| g == common));
-            return ours.then(|| dir.to_path_buf());
+            // A `.git` file without a `commondir` behind it (a submodule's) is no linked
+            // worktree: placement goes on as for any directory.
+            if let Some(common) = linked_common_dir(&git) {
+                let ours = candidates.iter().any(|c| fs::canonicalize(c.join(".git")).is_ok_and(|g| g == common));
+                return ours.then(|| dir.to_path_buf());
+            }
         }
         break;
     }

@@ -113,9 +113,17 @@ pub(crate) fn within(root: &str, path: &str) -> Option<RelPath> {
 }
 
 /// The root with `/` separators and no trailing separator, as given otherwise
-/// (`C:\Users\dev\repo\` is `C:/Users/dev/repo`).
+/// (`C:\Users\dev\repo\` is `C:/Users/dev/repo`). A verbatim prefix is dropped, since it names the
+/// same path: `\\?\C:\repo` is `C:/repo` and `\\?\UNC\srv\share` is `//srv/share` (D-RENDER-1).
 pub(crate) fn display(root: &str) -> String {
-    let s: String = root.chars().map(|c| if c == '\\' { '/' } else { c }).collect();
+    let plain = if let Some(unc) = root.strip_prefix("\\\\?\\UNC\\").or_else(|| root.strip_prefix("//?/UNC/")) {
+        format!("//{unc}")
+    } else if let Some(rest) = root.strip_prefix("\\\\?\\").or_else(|| root.strip_prefix("//?/")) {
+        rest.to_string()
+    } else {
+        root.to_string()
+    };
+    let s: String = plain.chars().map(|c| if c == '\\' { '/' } else { c }).collect();
     // `C:\` becomes `C:`, so the join adds the only separator.
     s.trim_end_matches('/').to_string()
 }
@@ -156,6 +164,8 @@ mod tests {
     #[case(r"C:\Users\dev\repo\", "C:/Users/dev/repo")]
     #[case(r"\\srv\share\repo", "//srv/share/repo")]
     #[case(r"C:\", "C:")]
+    #[case(r"\\?\C:\repo", "C:/repo")]
+    #[case(r"\\?\UNC\srv\share\repo", "//srv/share/repo")]
     fn display_uses_slashes(#[case] root: &str, #[case] want: &str) {
         assert_eq!(display(root), want);
     }

@@ -1,0 +1,53 @@
+//! Full discovery (list, bounded read, frontmatter, hash, one compiled glob set) beside the floor
+//! (walk, read and SHA-256 every rule file), at 1k, 10k and 100k modules; and `for_paths` with 1,
+//! 100 and 10,000 touched paths on the 10k tree, beside the same floor.
+
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use benches::{floor, generate};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use reference::{Config, HostSource, RelPath, Source};
+
+fn discovery(c: &mut Criterion) {
+    for n in [1_000usize, 10_000, 100_000] {
+        let tree = generate(n, 7).expect("generate");
+        let source = Source::Host(HostSource::new(&tree.root).expect("root"));
+        let config = Config::modules();
+        let mut group = c.benchmark_group(format!("discovery/{n}"));
+        group.sample_size(10).measurement_time(Duration::from_secs(if n >= 100_000 { 30 } else { 8 }));
+        group.throughput(Throughput::Elements(n as u64));
+        group.bench_function("floor", |b| b.iter(|| floor(&tree.root).expect("floor")));
+        group.bench_function("reference", |b| b.iter(|| reference::modules(&source, &config)));
+        group.finish();
+        let mut bytes = c.benchmark_group(format!("discovery-bytes/{n}"));
+        bytes.sample_size(10).throughput(Throughput::Bytes(tree.bytes));
+        bytes.bench_function("reference", |b| b.iter(|| reference::modules(&source, &config)));
+        bytes.finish();
+    }
+}
+
+fn for_paths(c: &mut Criterion) {
+    let tree = generate(10_000, 11).expect("generate");
+    let source = Source::Host(HostSource::new(&tree.root).expect("root"));
+    let config = Config::modules();
+    let modules = reference::modules(&source, &config);
+    let mut group = c.benchmark_group("for_paths/10000");
+    group.sample_size(10);
+    group.bench_function("floor", |b| b.iter(|| floor(&tree.root).expect("floor")));
+    for k in [1usize, 100, 10_000] {
+        let touched: Vec<RelPath> = tree.touched.iter().take(k).filter_map(|p| RelPath::parse(p)).collect();
+        group.throughput(Throughput::Elements(k as u64));
+        group.bench_with_input(BenchmarkId::new("reference", k), &touched, |b, touched| {
+            b.iter(|| {
+                let mut diags = Vec::new();
+                reference::for_paths(&source, &config, &modules, touched, &mut diags)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, discovery, for_paths);
+criterion_main!(benches);
