@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
 use crate::frontmatter::{self, Kind};
-use crate::glob::{CompiledRules, RulesBuilder};
+use crate::glob::{CompiledGlobs, CompiledRules, RulesBuilder};
 use crate::relpath::{Platform, RelPath};
 use crate::source::{EntryKind, ReadOutcome, Source};
 
@@ -56,7 +56,12 @@ pub struct Modules {
 
 /// Reads one instruction file and decodes it, turning every refusal into a diagnostic.
 fn read_text(source: &Source, path: &RelPath, confined: bool, cap: u64, diags: &mut Vec<Diagnostic>) -> Option<String> {
-    match source.read(path, confined, cap) {
+    decode(source.read(path, confined, cap), path, diags)
+}
+
+/// Decodes a read, turning every refusal into a diagnostic.
+fn decode(outcome: ReadOutcome, path: &RelPath, diags: &mut Vec<Diagnostic>) -> Option<String> {
+    match outcome {
         ReadOutcome::Absent => None,
         ReadOutcome::Refused(code, message) => {
             diags.push(Diagnostic::new(code, path.as_str(), message));
@@ -108,7 +113,7 @@ fn is_module_name(platform: Platform, name: &str, ext: &str) -> bool {
 /// Walks `.elowen/rules` recursively and parses every module.
 pub fn modules(source: &Source, config: &Config) -> Modules {
     let mut diags = Vec::new();
-    let mut files: Vec<RelPath> = Vec::new();
+    let mut files: Vec<(RelPath, bool)> = Vec::new();
     // A failed managed listing is logged once by every discovery, whatever it then looks up
     // (decision D-MAN-1); the session's sort and dedup fold it with the lookups' own reports.
     if let Err(diag) = source.available() {
@@ -117,24 +122,78 @@ pub fn modules(source: &Source, config: &Config) -> Modules {
         walk(source, config, &mut files, &mut diags);
     }
     files.sort();
-    let platform = source.platform();
+    let parsed = parse_all(source, config, &files);
     let mut unconditional = Vec::new();
     let mut conditional = Vec::new();
-    let mut builder = RulesBuilder::new(platform);
-    for path in files {
-        let Some(text) = read_text(source, &path, true, config.file_cap, &mut diags) else { continue };
-        match frontmatter::parse(&text) {
-            Ok(parsed) => match parsed.kind {
-                Kind::Unconditional => unconditional.push(Loaded::new(path, parsed.body)),
-                Kind::Conditional(globs) => match builder.add(conditional.len(), &globs) {
-                    Ok(()) => conditional.push(Loaded::new(path, parsed.body)),
-                    Err((code, message)) => diags.push(Diagnostic::new(code, path.as_str(), message)),
-                },
-            },
-            Err(r) => diags.push(Diagnostic::new(r.code, path.as_str(), r.message).with_line(r.line)),
+    let mut builder = RulesBuilder::new(source.platform());
+    for outcome in parsed {
+        match outcome {
+            Parsed::Unconditional(m) => unconditional.push(m),
+            Parsed::Conditional(m, globs) => {
+                builder.add_compiled(conditional.len(), globs);
+                conditional.push(m);
+            }
+            Parsed::Refused(d) => diags.push(d),
+            Parsed::Absent => {}
         }
     }
     Modules { unconditional, conditional, rules: builder.build(), diagnostics: diags }
+}
+
+/// One module file, read and parsed.
+enum Parsed {
+    Unconditional(Loaded),
+    Conditional(Loaded, CompiledGlobs),
+    Refused(Diagnostic),
+    Absent,
+}
+
+/// Reads, parses and compiles one module file. `plain`: it was listed as a regular file in a
+/// walk of real directories under the real root, so no realpath is needed (D-LINK; the read still
+/// refuses to follow a link that replaced it since).
+fn parse_one(source: &Source, config: &Config, path: &RelPath, plain: bool) -> Parsed {
+    let mut diags = Vec::new();
+    let outcome = if plain { source.read_listed_file(path, config.file_cap) } else { source.read(path, true, config.file_cap) };
+    let Some(text) = decode(outcome, path, &mut diags) else {
+        return diags.pop().map_or(Parsed::Absent, Parsed::Refused);
+    };
+    match frontmatter::parse(&text) {
+        Ok(parsed) => match parsed.kind {
+            Kind::Unconditional => Parsed::Unconditional(Loaded::new(path.clone(), parsed.body)),
+            Kind::Conditional(globs) => match CompiledGlobs::new(&globs, source.platform()) {
+                Ok(compiled) => Parsed::Conditional(Loaded::new(path.clone(), parsed.body), compiled),
+                Err((code, message)) => Parsed::Refused(Diagnostic::new(code, path.as_str(), message)),
+            },
+        },
+        Err(r) => Parsed::Refused(Diagnostic::new(r.code, path.as_str(), r.message).with_line(r.line)),
+    }
+}
+
+/// Below this many files one thread reads them all; above it the files are shared out among the
+/// machine's cores (at most four), in order-preserving chunks.
+const PARALLEL_FROM: usize = 256;
+
+fn parse_all(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> Vec<Parsed> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if files.len() < PARALLEL_FROM || threads < 2 {
+        return files.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect();
+    }
+    let chunk = files.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = files
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || part.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .zip(files.chunks(chunk))
+            .flat_map(|(h, part)| {
+                // A worker that panicked (it cannot: parse_one has no panicking path) would lose its
+                // files; redo them here rather than lose them.
+                h.join().unwrap_or_else(|_| part.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect())
+            })
+            .collect()
+    })
 }
 
 /// `.elowen` and `.elowen/rules` must be real directories. A link at either is not walked, and
@@ -164,7 +223,7 @@ fn rules_dir_walkable(source: &Source, config: &Config, diags: &mut Vec<Diagnost
     true
 }
 
-fn walk(source: &Source, config: &Config, files: &mut Vec<RelPath>, diags: &mut Vec<Diagnostic>) {
+fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diags: &mut Vec<Diagnostic>) {
     let platform = source.platform();
     let mut stack = vec![config.rules_dir.clone()];
     while let Some(dir) = stack.pop() {
@@ -181,7 +240,8 @@ fn walk(source: &Source, config: &Config, files: &mut Vec<RelPath>, diags: &mut 
             // Per-entry refusals are reported before Markdown names are filtered.
             match entry.kind {
                 EntryKind::Dir => stack.push(path),
-                EntryKind::File | EntryKind::LinkInsideFile if is_module => files.push(path),
+                EntryKind::File if is_module => files.push((path, true)),
+                EntryKind::LinkInsideFile if is_module => files.push((path, false)),
                 EntryKind::LinkOutside | EntryKind::LinkRefused => diags.push(Diagnostic::new(
                     Code::InstructionModuleEscape,
                     path.as_str(),
@@ -201,5 +261,47 @@ fn walk(source: &Source, config: &Config, files: &mut Vec<RelPath>, diags: &mut 
                 _ => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::HostSource;
+
+    /// Above `PARALLEL_FROM` files discovery reads on several threads; what it finds must be what
+    /// one thread finds, in the same order.
+    #[test]
+    fn parallel_discovery_finds_what_sequential_discovery_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join(".elowen/rules");
+        for i in 0..(PARALLEL_FROM * 2) {
+            let sub = rules.join(format!("d{}", i % 7));
+            std::fs::create_dir_all(&sub).unwrap();
+            let text = match i % 4 {
+                0 => format!("---\npaths: [\"src/m{i}/**\"]\n---\nrule {i}\n"),
+                1 => format!("plain {i}\n"),
+                2 => format!("---\npath: [x]\n---\nbad {i}\n"),
+                _ => format!("---\npaths: [\"**/*.t{i}\"]\n---\nrule {i}\n"),
+            };
+            std::fs::write(sub.join(format!("m{i}.md")), text).unwrap();
+        }
+        let source = Source::Host(HostSource::new(dir.path()).unwrap());
+        let config = Config::modules();
+        let parallel = modules(&source, &config);
+        let mut files = Vec::new();
+        let mut diags = Vec::new();
+        walk(&source, &config, &mut files, &mut diags);
+        files.sort();
+        let sequential: Vec<Parsed> = files.iter().map(|(p, plain)| parse_one(&source, &config, p, *plain)).collect();
+        let unconditional: Vec<&Loaded> =
+            sequential.iter().filter_map(|p| if let Parsed::Unconditional(m) = p { Some(m) } else { None }).collect();
+        let conditional: Vec<&Loaded> =
+            sequential.iter().filter_map(|p| if let Parsed::Conditional(m, _) = p { Some(m) } else { None }).collect();
+        let refused = sequential.iter().filter(|p| matches!(p, Parsed::Refused(_))).count();
+        assert_eq!(parallel.unconditional.iter().collect::<Vec<_>>(), unconditional);
+        assert_eq!(parallel.conditional.iter().collect::<Vec<_>>(), conditional);
+        assert_eq!(parallel.diagnostics.len(), refused);
+        assert_eq!(parallel.conditional.len(), PARALLEL_FROM);
     }
 }

@@ -129,6 +129,24 @@ fn compile(pattern: &str, platform: Platform) -> Result<globset::Glob, (Code, St
         .map_err(|e| (Code::GlobInvalid, format!("glob '{pattern}' is not a glob ({})", e.kind())))
 }
 
+/// One module's patterns, compiled but not yet in a set: compiling is the part of building a set
+/// that discovery can spread over threads.
+#[derive(Debug, Clone)]
+pub struct CompiledGlobs {
+    globs: Vec<(globset::Glob, Option<String>)>,
+}
+
+impl CompiledGlobs {
+    /// Compiles one module's validated patterns.
+    pub fn new(patterns: &[String], platform: Platform) -> Result<CompiledGlobs, (Code, String)> {
+        let globs = patterns
+            .iter()
+            .map(|p| compile(p, platform).map(|g| (g, p.contains('?').then(|| p.clone()))))
+            .collect::<Result<_, _>>()?;
+        Ok(CompiledGlobs { globs })
+    }
+}
+
 /// Collects the validated patterns of every conditional module of one discovery.
 #[derive(Debug)]
 pub struct RulesBuilder {
@@ -146,13 +164,17 @@ impl RulesBuilder {
 
     /// Adds module `owner`'s already validated patterns.
     pub fn add(&mut self, owner: usize, patterns: &[String]) -> Result<(), (Code, String)> {
-        let globs = patterns.iter().map(|p| compile(p, self.platform)).collect::<Result<Vec<_>, _>>()?;
-        for (glob, pattern) in globs.into_iter().zip(patterns) {
+        self.add_compiled(owner, CompiledGlobs::new(patterns, self.platform)?);
+        Ok(())
+    }
+
+    /// Adds module `owner`'s compiled patterns (compiled for this builder's platform).
+    pub fn add_compiled(&mut self, owner: usize, globs: CompiledGlobs) {
+        for (glob, confirm) in globs.globs {
             self.builder.add(glob);
             self.owners.push(owner);
-            self.confirm.push(pattern.contains('?').then(|| pattern.clone()));
+            self.confirm.push(confirm);
         }
-        Ok(())
     }
 
     /// Compiles every pattern into one set.

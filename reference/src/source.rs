@@ -158,6 +158,16 @@ impl Source {
         }
     }
 
+    /// Reads a file that a walk of real directories under the real root listed as a regular file.
+    /// No realpath is needed for it; should a link have replaced it since the listing, the read
+    /// does not follow it but falls back to the confined read, which resolves it.
+    pub fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
+        match self {
+            Source::Host(h) => h.read_listed_file(path, cap),
+            _ => self.read(path, true, cap),
+        }
+    }
+
     /// Reads `path` whole if it is at most `cap` bytes. `confined`: the file must resolve inside
     /// the root (modules and nested files); otherwise links are followed (the root file).
     pub fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
@@ -268,6 +278,14 @@ impl HostSource {
         })
     }
 
+    fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
+        match read_bounded(&self.full(Some(path)), path, cap, true) {
+            // ELOOP: the last component is a link now. Resolve it as any link is resolved.
+            ReadOutcome::Refused(Code::FileUnreadable, _) => self.read(path, true, cap),
+            other => other,
+        }
+    }
+
     fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
         let full = self.full(Some(path));
         let target = if confined {
@@ -289,20 +307,22 @@ impl HostSource {
         } else {
             full
         };
-        read_bounded(&target, path, cap)
+        read_bounded(&target, path, cap, false)
     }
 }
 
-/// Opens without blocking (a FIFO must not hang discovery), checks the opened file's own
-/// metadata, and reads at most `cap + 1` bytes.
-fn read_bounded(target: &Path, path: &RelPath, cap: u64) -> ReadOutcome {
+/// Opens without blocking (a FIFO must not hang discovery), and without following a final link
+/// when `no_follow`; checks the opened file's own metadata, and reads at most `cap + 1` bytes.
+fn read_bounded(target: &Path, path: &RelPath, cap: u64, no_follow: bool) -> ReadOutcome {
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NONBLOCK);
+        opts.custom_flags(libc::O_NONBLOCK | if no_follow { libc::O_NOFOLLOW } else { 0 });
     }
+    #[cfg(not(unix))]
+    let _ = no_follow;
     let file = match opts.open(target) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return ReadOutcome::Absent,
