@@ -122,38 +122,46 @@ pub fn modules(source: &Source, config: &Config) -> Modules {
         walk(source, config, &mut files, &mut diags);
     }
     files.sort();
-    let parsed = parse_all(source, config, &files);
     let mut unconditional = Vec::new();
     let mut conditional = Vec::new();
-    let mut builder = RulesBuilder::new(source.platform());
-    for outcome in parsed {
-        match outcome {
-            Parsed::Unconditional(m) => unconditional.push(m),
-            Parsed::Conditional(m, globs) => {
-                builder.add_compiled(conditional.len(), globs);
-                conditional.push(m);
+    let mut shares = Vec::new();
+    for (parsed, rules) in parse_all(source, config, &files) {
+        shares.push((rules, conditional.len()));
+        for outcome in parsed {
+            match outcome {
+                Parsed::Unconditional(m) => unconditional.push(m),
+                Parsed::Conditional(m) => conditional.push(m),
+                Parsed::Refused(d) => diags.push(d),
+                Parsed::Absent => {}
             }
-            Parsed::Refused(d) => diags.push(d),
-            Parsed::Absent => {}
         }
     }
-    Modules { unconditional, conditional, rules: builder.build(), diagnostics: diags }
+    Modules { unconditional, conditional, rules: CompiledRules::concat(shares), diagnostics: diags }
 }
 
 /// One module file, read and parsed.
 enum Parsed {
     Unconditional(Loaded),
-    Conditional(Loaded, CompiledGlobs),
+    Conditional(Loaded),
     Refused(Diagnostic),
     Absent,
 }
 
-/// Reads, parses and compiles one module file. `plain`: it was listed as a regular file in a
+/// Reads, parses and compiles one module file, adding a conditional module's globs to `rules`
+/// as the share's `next` conditional module. `plain`: it was listed as a regular file in a
 /// walk of real directories under the real root, so no realpath is needed (D-LINK; the read still
 /// refuses to follow a link that replaced it since).
-fn parse_one(source: &Source, config: &Config, path: &RelPath, plain: bool) -> Parsed {
+fn parse_one(
+    source: &Source,
+    config: &Config,
+    path: &RelPath,
+    plain: bool,
+    rules: &mut RulesBuilder,
+    next: usize,
+) -> Parsed {
     let mut diags = Vec::new();
-    let outcome = if plain { source.read_listed_file(path, config.file_cap) } else { source.read(path, true, config.file_cap) };
+    let outcome =
+        if plain { source.read_listed_file(path, config.file_cap) } else { source.read(path, true, config.file_cap) };
     let Some(text) = decode(outcome, path, &mut diags) else {
         return diags.pop().map_or(Parsed::Absent, Parsed::Refused);
     };
@@ -161,7 +169,10 @@ fn parse_one(source: &Source, config: &Config, path: &RelPath, plain: bool) -> P
         Ok(parsed) => match parsed.kind {
             Kind::Unconditional => Parsed::Unconditional(Loaded::new(path.clone(), parsed.body)),
             Kind::Conditional(globs) => match CompiledGlobs::new(&globs, source.platform()) {
-                Ok(compiled) => Parsed::Conditional(Loaded::new(path.clone(), parsed.body), compiled),
+                Ok(compiled) => {
+                    rules.add_compiled(next, compiled);
+                    Parsed::Conditional(Loaded::new(path.clone(), parsed.body))
+                }
                 Err((code, message)) => Parsed::Refused(Diagnostic::new(code, path.as_str(), message)),
             },
         },
@@ -173,27 +184,26 @@ fn parse_one(source: &Source, config: &Config, path: &RelPath, plain: bool) -> P
 /// machine's cores (at most four), in order-preserving chunks.
 const PARALLEL_FROM: usize = 256;
 
-fn parse_all(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> Vec<Parsed> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
-    if files.len() < PARALLEL_FROM || threads < 2 {
-        return files.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect();
-    }
-    let chunk = files.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .zip(files.chunks(chunk))
-            .flat_map(|(h, part)| {
-                // A worker that panicked (it cannot: parse_one has no panicking path) would lose its
-                // files; redo them here rather than lose them.
-                h.join().unwrap_or_else(|_| part.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect())
-            })
-            .collect()
-    })
+/// Reads, parses and compiles one contiguous share of the files: its outcomes in order, and the
+/// set of its conditional modules' globs (owners counted from the share's first module).
+fn parse_share(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> (Vec<Parsed>, CompiledRules) {
+    let mut rules = RulesBuilder::new(source.platform());
+    let mut next = 0;
+    let parsed = files
+        .iter()
+        .map(|(p, plain)| {
+            let outcome = parse_one(source, config, p, *plain, &mut rules, next);
+            if matches!(outcome, Parsed::Conditional(_)) {
+                next += 1;
+            }
+            outcome
+        })
+        .collect();
+    (parsed, rules.build())
+}
+
+fn parse_all(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> Vec<(Vec<Parsed>, CompiledRules)> {
+    par_chunks(files, PARALLEL_FROM, |part| parse_share(source, config, part))
 }
 
 /// `.elowen` and `.elowen/rules` must be real directories. A link at either is not walked, and
@@ -223,14 +233,23 @@ fn rules_dir_walkable(source: &Source, config: &Config, diags: &mut Vec<Diagnost
     true
 }
 
-fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diags: &mut Vec<Diagnostic>) {
+/// What listing one directory found.
+#[derive(Default)]
+struct Listed {
+    dirs: Vec<RelPath>,
+    files: Vec<(RelPath, bool)>,
+    diags: Vec<Diagnostic>,
+}
+
+/// Lists the directories of one level of the walk.
+fn list_level(source: &Source, config: &Config, level: &[RelPath]) -> Listed {
     let platform = source.platform();
-    let mut stack = vec![config.rules_dir.clone()];
-    while let Some(dir) = stack.pop() {
-        let entries = match source.list(Some(&dir)) {
+    let mut out = Listed::default();
+    for dir in level {
+        let entries = match source.list(Some(dir)) {
             Ok(entries) => entries,
             Err(diag) => {
-                diags.extend(diag);
+                out.diags.extend(diag);
                 continue;
             }
         };
@@ -239,20 +258,20 @@ fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diag
             let is_module = is_module_name(platform, &entry.name, &config.module_extension);
             // Per-entry refusals are reported before Markdown names are filtered.
             match entry.kind {
-                EntryKind::Dir => stack.push(path),
-                EntryKind::File if is_module => files.push((path, true)),
-                EntryKind::LinkInsideFile if is_module => files.push((path, false)),
-                EntryKind::LinkOutside | EntryKind::LinkRefused => diags.push(Diagnostic::new(
+                EntryKind::Dir => out.dirs.push(path),
+                EntryKind::File if is_module => out.files.push((path, true)),
+                EntryKind::LinkInsideFile if is_module => out.files.push((path, false)),
+                EntryKind::LinkOutside | EntryKind::LinkRefused => out.diags.push(Diagnostic::new(
                     Code::InstructionModuleEscape,
                     path.as_str(),
                     format!("'{path}' is a symlink out of the project (it is not loaded)"),
                 )),
-                EntryKind::LinkBroken(reason) if is_module => diags.push(Diagnostic::new(
+                EntryKind::LinkBroken(reason) if is_module => out.diags.push(Diagnostic::new(
                     Code::FileUnreadable,
                     path.as_str(),
                     format!("'{path}' is a link that does not resolve ({reason})"),
                 )),
-                EntryKind::Other if is_module => diags.push(Diagnostic::new(
+                EntryKind::Other if is_module => out.diags.push(Diagnostic::new(
                     Code::FileNotRegular,
                     path.as_str(),
                     format!("'{path}' is not a regular file"),
@@ -262,6 +281,46 @@ fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diag
             }
         }
     }
+    out
+}
+
+/// Walks the rules tree level by level; a wide level is listed on several threads. Only real
+/// directories are entered, so the walk ends on any tree, links and loops included.
+fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diags: &mut Vec<Diagnostic>) {
+    let mut level = vec![config.rules_dir.clone()];
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for listed in par_chunks(&level, PARALLEL_DIRS_FROM, |part| list_level(source, config, part)) {
+            next.extend(listed.dirs);
+            files.extend(listed.files);
+            diags.extend(listed.diags);
+        }
+        level = next;
+    }
+}
+
+/// Below this many directories in a level, one thread lists them all.
+const PARALLEL_DIRS_FROM: usize = 64;
+
+/// Applies `f` to consecutive chunks of `items`, on up to four threads when there are at least
+/// `from` items, and returns the results in order.
+fn par_chunks<T: Sync, R: Send>(items: &[T], from: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+    if items.len() < from || threads < 2 {
+        return vec![f(items)];
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = items.chunks(chunk).map(|part| scope.spawn(move || f(part))).collect();
+        handles
+            .into_iter()
+            .zip(items.chunks(chunk))
+            // A worker that panicked (the callers have no panicking path) would lose its share;
+            // redo it here rather than lose it.
+            .map(|(h, part)| h.join().unwrap_or_else(|_| f(part)))
+            .collect()
+    })
 }
 
 #[cfg(test)]
@@ -293,15 +352,23 @@ mod tests {
         let mut diags = Vec::new();
         walk(&source, &config, &mut files, &mut diags);
         files.sort();
-        let sequential: Vec<Parsed> = files.iter().map(|(p, plain)| parse_one(&source, &config, p, *plain)).collect();
+        let (sequential, _) = parse_share(&source, &config, &files);
         let unconditional: Vec<&Loaded> =
             sequential.iter().filter_map(|p| if let Parsed::Unconditional(m) = p { Some(m) } else { None }).collect();
         let conditional: Vec<&Loaded> =
-            sequential.iter().filter_map(|p| if let Parsed::Conditional(m, _) = p { Some(m) } else { None }).collect();
+            sequential.iter().filter_map(|p| if let Parsed::Conditional(m) = p { Some(m) } else { None }).collect();
         let refused = sequential.iter().filter(|p| matches!(p, Parsed::Refused(_))).count();
         assert_eq!(parallel.unconditional.iter().collect::<Vec<_>>(), unconditional);
         assert_eq!(parallel.conditional.iter().collect::<Vec<_>>(), conditional);
         assert_eq!(parallel.diagnostics.len(), refused);
         assert_eq!(parallel.conditional.len(), PARALLEL_FROM);
+        // Every conditional module is matched through its share's set under its global index.
+        for (i, m) in parallel.conditional.iter().enumerate() {
+            let n: usize = m.content.trim_start_matches("rule ").trim().parse().unwrap();
+            let touched = if n % 4 == 0 { format!("src/m{n}/x") } else { format!("a/b.t{n}") };
+            let mut hits = Vec::new();
+            parallel.rules.matching(&RelPath::parse(&touched).unwrap(), &mut hits);
+            assert!(hits.contains(&i), "module {n} (index {i}) not matched by {touched}: {hits:?}");
+        }
     }
 }

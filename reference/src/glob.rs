@@ -182,37 +182,73 @@ impl RulesBuilder {
         // Every glob was compiled alone already, so building the set cannot fail on a pattern;
         // should it fail anyway, matching nothing is the safe answer.
         let set = self.builder.build().unwrap_or_else(|_| GlobSet::empty());
-        CompiledRules { set, owners: self.owners, confirm: self.confirm, fold: self.platform == Platform::Windows }
+        let part = Part {
+            set,
+            owners: self.owners,
+            confirm: self.confirm,
+            fold: self.platform == Platform::Windows,
+            offset: 0,
+        };
+        CompiledRules { parts: vec![part] }
     }
 }
 
 /// The immutable, compiled `paths:` of every conditional module of one discovery.
+///
+/// It is one compiled set, or, when discovery compiled on several threads, one set per thread's
+/// contiguous share of the modules (at most four): building a set is the costliest part of
+/// discovery and does not parallelise inside globset. A touched path is matched once against
+/// each.
 #[derive(Debug, Clone)]
 pub struct CompiledRules {
+    parts: Vec<Part>,
+}
+
+#[derive(Debug, Clone)]
+struct Part {
     set: GlobSet,
     owners: Vec<usize>,
     /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
     confirm: Vec<Option<String>>,
     fold: bool,
+    /// Added to every owner: the number of conditional modules in the parts before this one.
+    offset: usize,
 }
 
 impl CompiledRules {
     /// A set that matches nothing.
     pub fn empty() -> CompiledRules {
-        CompiledRules { set: GlobSet::empty(), owners: Vec::new(), confirm: Vec::new(), fold: false }
+        CompiledRules { parts: Vec::new() }
+    }
+
+    /// Joins sets compiled for consecutive shares of the modules; each comes with the number of
+    /// modules before its share.
+    pub fn concat(shares: Vec<(CompiledRules, usize)>) -> CompiledRules {
+        let parts = shares
+            .into_iter()
+            .flat_map(|(rules, offset)| {
+                rules.parts.into_iter().map(move |mut p| {
+                    p.offset += offset;
+                    p
+                })
+            })
+            .collect();
+        CompiledRules { parts }
     }
 
     /// The modules (by owner index) one of whose patterns matches `path`, each at most once, in
     /// ascending order.
     pub fn matching(&self, path: &RelPath, out: &mut Vec<usize>) {
-        for glob in self.set.matches(path.as_str()) {
-            if let Some(Some(pattern)) = self.confirm.get(glob) {
-                if !exact_match(pattern, path.as_str(), self.fold) {
-                    continue;
+        for part in &self.parts {
+            for glob in part.set.matches(path.as_str()) {
+                if let Some(Some(pattern)) = part.confirm.get(glob) {
+                    if !exact_match(pattern, path.as_str(), part.fold) {
+                        continue;
+                    }
                 }
-            }
-            if let Some(&owner) = self.owners.get(glob) {
-                out.push(owner);
+                if let Some(&owner) = part.owners.get(glob) {
+                    out.push(owner + part.offset);
+                }
             }
         }
         out.sort_unstable();
@@ -221,12 +257,12 @@ impl CompiledRules {
 
     /// The number of patterns in the set.
     pub fn len(&self) -> usize {
-        self.owners.len()
+        self.parts.iter().map(|p| p.owners.len()).sum()
     }
 
     /// Whether the set holds no pattern.
     pub fn is_empty(&self) -> bool {
-        self.owners.is_empty()
+        self.len() == 0
     }
 }
 
