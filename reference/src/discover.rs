@@ -365,7 +365,7 @@ mod tests {
         // Every conditional module is matched through its share's set under its global index.
         for (i, m) in parallel.conditional.iter().enumerate() {
             let n: usize = m.content.trim_start_matches("rule ").trim().parse().unwrap();
-            let touched = if n % 4 == 0 { format!("src/m{n}/x") } else { format!("a/b.t{n}") };
+            let touched = if n.is_multiple_of(4) { format!("src/m{n}/x") } else { format!("a/b.t{n}") };
             let mut hits = Vec::new();
             parallel.rules.matching(&RelPath::parse(&touched).unwrap(), &mut hits);
             assert!(hits.contains(&i), "module {n} (index {i}) not matched by {touched}: {hits:?}");
