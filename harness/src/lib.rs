@@ -8,6 +8,7 @@ pub mod adapter;
 pub mod compare;
 pub mod coverage;
 pub mod explain;
+pub mod fuzzing;
 pub mod implementation;
 pub mod load;
 pub mod manifest;

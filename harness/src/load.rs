@@ -131,14 +131,8 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, Vec<LoadError>> {
 pub fn load_file(dir: &Path, file: &Path, features: &BTreeSet<String>) -> Result<Case, Vec<LoadError>> {
     let err = |line: Option<usize>, message: String| LoadError { file: file.to_path_buf(), line, message };
     let text = fs::read_to_string(file).map_err(|e| vec![err(None, format!("cannot read: {e}"))])?;
-    let scenario: Scenario = reference::yaml::from_str(&text).map_err(|e| vec![err(e.line, e.message)])?;
-    let problems = validate(&scenario, features);
-    if !problems.is_empty() {
-        return Err(problems
-            .into_iter()
-            .map(|(needle, msg)| err(needle.and_then(|n| line_of(&text, &n)), msg))
-            .collect());
-    }
+    let scenario = parse(&text, features)
+        .map_err(|problems| problems.into_iter().map(|(line, msg)| err(line, msg)).collect::<Vec<_>>())?;
     let name = file
         .strip_prefix(dir)
         .unwrap_or(file)
@@ -146,6 +140,17 @@ pub fn load_file(dir: &Path, file: &Path, features: &BTreeSet<String>) -> Result
         .to_string_lossy()
         .replace(std::path::MAIN_SEPARATOR, "/");
     Ok(Case { file: file.to_path_buf(), name, scenario })
+}
+
+/// Parses and validates one scenario's text: the located problems, or the scenario.
+pub fn parse(text: &str, features: &BTreeSet<String>) -> Result<Scenario, Vec<(Option<usize>, String)>> {
+    let scenario: Scenario = reference::yaml::from_str(text).map_err(|e| vec![(e.line, e.message)])?;
+    let problems = validate(&scenario, features);
+    if problems.is_empty() {
+        Ok(scenario)
+    } else {
+        Err(problems.into_iter().map(|(needle, msg)| (needle.and_then(|n| line_of(text, &n)), msg)).collect())
+    }
 }
 
 /// Checks what serde cannot: returns (text to locate the line by, message) pairs.

@@ -13,6 +13,8 @@
 //!   globset matches bytes, so the set is compiled with `?` widened to `*`, and a hit of a glob
 //!   that has a `?` is confirmed by [`exact_match`], which walks characters.
 
+use std::collections::HashMap;
+
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 use crate::diag::Code;
@@ -62,7 +64,7 @@ fn translate(pattern: &str) -> String {
 }
 
 /// Matches one validated pattern against a /-form path, character by character: `**` as a whole
-/// segment matches zero or more segments, `*` any run of characters within a segment, `?` exactly
+/// segment matches zero or more segments (one or more as the last segment), `*` any run of characters within a segment, `?` exactly
 /// one character. Case-insensitive when `fold` (Windows targets).
 pub fn exact_match(pattern: &str, path: &str, fold: bool) -> bool {
     let pat: Vec<&str> = pattern.split('/').collect();
@@ -73,7 +75,11 @@ pub fn exact_match(pattern: &str, path: &str, fold: bool) -> bool {
 fn match_segments(pat: &[&str], segs: &[&str], fold: bool) -> bool {
     match pat.split_first() {
         None => segs.is_empty(),
-        Some((&"**", rest)) => (0..=segs.len()).any(|skip| match_segments(rest, segs.get(skip..).unwrap_or(&[]), fold)),
+        // A last `**` matches one or more segments (`src/**` is not `src`); elsewhere zero or more.
+        Some((&"**", rest)) => {
+            let least = usize::from(rest.is_empty());
+            (least..=segs.len()).any(|skip| match_segments(rest, segs.get(skip..).unwrap_or(&[]), fold))
+        }
         Some((p, rest)) => match segs.split_first() {
             Some((s, srest)) => match_segment(p, s, fold) && match_segments(rest, srest, fold),
             None => false,
@@ -129,37 +135,53 @@ fn compile(pattern: &str, platform: Platform) -> Result<globset::Glob, (Code, St
         .map_err(|e| (Code::GlobInvalid, format!("glob '{pattern}' is not a glob ({})", e.kind())))
 }
 
-/// One module's patterns, compiled but not yet in a set: compiling is the part of building a set
-/// that discovery can spread over threads.
+/// One module's validated patterns, ready for a [`RulesBuilder`].
 #[derive(Debug, Clone)]
 pub struct CompiledGlobs {
-    globs: Vec<(globset::Glob, Option<String>)>,
+    patterns: Vec<String>,
 }
 
 impl CompiledGlobs {
-    /// Compiles one module's validated patterns.
+    /// Checks that each pattern compiles for `platform`.
     pub fn new(patterns: &[String], platform: Platform) -> Result<CompiledGlobs, (Code, String)> {
-        let globs = patterns
-            .iter()
-            .map(|p| compile(p, platform).map(|g| (g, p.contains('?').then(|| p.clone()))))
-            .collect::<Result<_, _>>()?;
-        Ok(CompiledGlobs { globs })
+        for p in patterns {
+            compile(p, platform)?;
+        }
+        Ok(CompiledGlobs { patterns: patterns.to_vec() })
     }
+}
+
+/// How many patterns a node of the index holds before it compiles them into a globset; below,
+/// they are tried one by one with [`exact_match`], which costs nothing to build.
+const SET_FROM: usize = 16;
+
+/// The literal folders a pattern starts with: its leading segments up to the first one with a
+/// wildcard, never its last segment. Only paths below them can match.
+fn literal_prefix(pattern: &str) -> &str {
+    let mut end = 0;
+    let mut pos = 0;
+    for seg in pattern.split('/') {
+        let next = pos + seg.len();
+        if next >= pattern.len() || seg.contains(['*', '?']) {
+            break;
+        }
+        end = next;
+        pos = next + 1;
+    }
+    pattern.get(..end).unwrap_or("")
 }
 
 /// Collects the validated patterns of every conditional module of one discovery.
 #[derive(Debug)]
 pub struct RulesBuilder {
     platform: Platform,
-    builder: GlobSetBuilder,
-    owners: Vec<usize>,
-    confirm: Vec<Option<String>>,
+    entries: Vec<(String, usize)>,
 }
 
 impl RulesBuilder {
     /// An empty builder for `platform`'s case rules.
     pub fn new(platform: Platform) -> RulesBuilder {
-        RulesBuilder { platform, builder: GlobSetBuilder::new(), owners: Vec::new(), confirm: Vec::new() }
+        RulesBuilder { platform, entries: Vec::new() }
     }
 
     /// Adds module `owner`'s already validated patterns.
@@ -168,37 +190,62 @@ impl RulesBuilder {
         Ok(())
     }
 
-    /// Adds module `owner`'s compiled patterns (compiled for this builder's platform).
+    /// Adds module `owner`'s checked patterns.
     pub fn add_compiled(&mut self, owner: usize, globs: CompiledGlobs) {
-        for (glob, confirm) in globs.globs {
-            self.builder.add(glob);
-            self.owners.push(owner);
-            self.confirm.push(confirm);
-        }
+        self.entries.extend(globs.patterns.into_iter().map(|p| (p, owner)));
     }
 
-    /// Compiles every pattern into one set.
+    /// Compiles every pattern into the index.
     pub fn build(self) -> CompiledRules {
-        // Every glob was compiled alone already, so building the set cannot fail on a pattern;
-        // should it fail anyway, matching nothing is the safe answer.
-        let set = self.builder.build().unwrap_or_else(|_| GlobSet::empty());
-        let part = Part {
-            set,
-            owners: self.owners,
-            confirm: self.confirm,
-            fold: self.platform == Platform::Windows,
-            offset: 0,
-        };
-        CompiledRules { parts: vec![part] }
+        let fold = self.platform == Platform::Windows;
+        let mut groups: HashMap<String, Vec<(String, usize)>> = HashMap::new();
+        for (pattern, owner) in self.entries {
+            let key = fold_key(literal_prefix(&pattern), fold);
+            groups.entry(key).or_default().push((pattern, owner));
+        }
+        let nodes = groups
+            .into_iter()
+            .map(|(key, entries)| {
+                let node = if entries.len() < SET_FROM {
+                    Node::Few(entries)
+                } else {
+                    let mut builder = GlobSetBuilder::new();
+                    let mut owners = Vec::with_capacity(entries.len());
+                    let mut confirm = Vec::with_capacity(entries.len());
+                    for (pattern, owner) in entries {
+                        // Validated patterns compile; one that did not would only match nothing.
+                        if let Ok(glob) = compile(&pattern, self.platform) {
+                            builder.add(glob);
+                            owners.push(owner);
+                            confirm.push(pattern.contains('?').then_some(pattern));
+                        }
+                    }
+                    let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
+                    Node::Set { set, owners, confirm }
+                };
+                (key, node)
+            })
+            .collect();
+        CompiledRules { parts: vec![Part { nodes, fold, offset: 0 }] }
+    }
+}
+
+fn fold_key(s: &str, fold: bool) -> String {
+    if fold {
+        s.chars().flat_map(char::to_uppercase).collect()
+    } else {
+        s.to_string()
     }
 }
 
 /// The immutable, compiled `paths:` of every conditional module of one discovery.
 ///
-/// It is one compiled set, or, when discovery compiled on several threads, one set per thread's
-/// contiguous share of the modules (at most four): building a set is the costliest part of
-/// discovery and does not parallelise inside globset. A touched path is matched once against
-/// each.
+/// Compile once, match many: the patterns are indexed by the literal folders they start with
+/// (`src/api/**/*.ts` under `src/api`), so a touched path consults only the nodes of its own
+/// ancestors, and a node's patterns are compiled into one globset when it holds many. When
+/// discovery ran on several threads there is one index per thread's contiguous share of the
+/// modules (at most four). Globset matches bytes, so a glob with a `?` that a set reports is
+/// confirmed by [`exact_match`], which walks characters (D-GLOB-8).
 #[derive(Debug, Clone)]
 pub struct CompiledRules {
     parts: Vec<Part>,
@@ -206,13 +253,23 @@ pub struct CompiledRules {
 
 #[derive(Debug, Clone)]
 struct Part {
-    set: GlobSet,
-    owners: Vec<usize>,
-    /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
-    confirm: Vec<Option<String>>,
+    nodes: HashMap<String, Node>,
     fold: bool,
     /// Added to every owner: the number of conditional modules in the parts before this one.
     offset: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    /// A few patterns, tried one by one.
+    Few(Vec<(String, usize)>),
+    /// Many patterns in one set.
+    Set {
+        set: GlobSet,
+        owners: Vec<usize>,
+        /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
+        confirm: Vec<Option<String>>,
+    },
 }
 
 impl CompiledRules {
@@ -239,15 +296,33 @@ impl CompiledRules {
     /// The modules (by owner index) one of whose patterns matches `path`, each at most once, in
     /// ascending order.
     pub fn matching(&self, path: &RelPath, out: &mut Vec<usize>) {
+        let text = path.as_str();
         for part in &self.parts {
-            for glob in part.set.matches(path.as_str()) {
-                if let Some(Some(pattern)) = part.confirm.get(glob) {
-                    if !exact_match(pattern, path.as_str(), part.fold) {
-                        continue;
+            let folded = fold_key(text, part.fold);
+            // The ancestors of the path: "", "src", "src/api", ... (never the path itself).
+            let ends = std::iter::once(0).chain(folded.match_indices('/').map(|(i, _)| i));
+            for end in ends {
+                let Some(node) = folded.get(..end).and_then(|k| part.nodes.get(k)) else { continue };
+                match node {
+                    Node::Few(entries) => {
+                        for (pattern, owner) in entries {
+                            if exact_match(pattern, text, part.fold) {
+                                out.push(owner + part.offset);
+                            }
+                        }
                     }
-                }
-                if let Some(&owner) = part.owners.get(glob) {
-                    out.push(owner + part.offset);
+                    Node::Set { set, owners, confirm } => {
+                        for glob in set.matches(text) {
+                            if let Some(Some(pattern)) = confirm.get(glob) {
+                                if !exact_match(pattern, text, part.fold) {
+                                    continue;
+                                }
+                            }
+                            if let Some(&owner) = owners.get(glob) {
+                                out.push(owner + part.offset);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -255,12 +330,16 @@ impl CompiledRules {
         out.dedup();
     }
 
-    /// The number of patterns in the set.
+    /// The number of patterns in the index.
     pub fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.owners.len()).sum()
+        let node_len = |n: &Node| match n {
+            Node::Few(e) => e.len(),
+            Node::Set { owners, .. } => owners.len(),
+        };
+        self.parts.iter().flat_map(|p| p.nodes.values()).map(node_len).sum()
     }
 
-    /// Whether the set holds no pattern.
+    /// Whether the index holds no pattern.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -363,12 +442,42 @@ mod tests {
     }
 
     #[rstest]
+    #[case("src/api/**/*.ts", "src/api")]
+    #[case("src/a.ts", "src")]
+    #[case("a.ts", "")]
+    #[case("**/x", "")]
+    #[case("src/*/x", "src")]
+    #[case("src/x?/y", "src")]
+    #[case("a/b/c/", "a/b/c")]
+    fn literal_prefixes(#[case] pattern: &str, #[case] want: &str) {
+        assert_eq!(literal_prefix(pattern), want);
+    }
+
+    #[test]
+    fn many_patterns_in_one_node_match_through_a_set() {
+        let mut b = RulesBuilder::new(Platform::Posix);
+        for i in 0..40 {
+            b.add(i, &[format!("src/**/*.t{i}"), format!("src/n{i}?/*")]).unwrap();
+        }
+        let rules = b.build();
+        let mut out = Vec::new();
+        rules.matching(&RelPath::parse("src/a/b.t7").unwrap(), &mut out);
+        assert_eq!(out, [7]);
+        out.clear();
+        rules.matching(&RelPath::parse("src/n3日/x").unwrap(), &mut out);
+        assert_eq!(out, [3]);
+    }
+
+    #[rstest]
     #[case("src/**/*.ts", "src/a.ts", true)]
     #[case("**", "a/b/c", true)]
     #[case("a/**/b", "a/b", true)]
     #[case("a/*b*c", "a/xbyyc", true)]
     #[case("a/*b*c", "a/xbyy", false)]
     #[case("?é?", "aéb", true)]
+    #[case("src/**", "src", false)]
+    #[case("src/**", "src/a", true)]
+    #[case("**/src/**", "src", false)]
     fn exact_matcher(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
         assert_eq!(exact_match(pattern, path, false), want);
     }

@@ -102,13 +102,46 @@ impl From<JournalError> for SessionError {
     }
 }
 
+/// The trigger queue: touched paths in first-touch order, each once (decision D-TRIG-2), in
+/// constant time per touch however large the batch.
+#[derive(Debug, Default)]
+struct Queue {
+    order: Vec<RelPath>,
+    seen: std::collections::HashSet<RelPath>,
+}
+
+impl Queue {
+    fn push(&mut self, path: RelPath) {
+        if self.seen.insert(path.clone()) {
+            self.order.push(path);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    fn take(&mut self) -> Vec<RelPath> {
+        self.seen.clear();
+        std::mem::take(&mut self.order)
+    }
+
+    /// Puts a failed batch back in front of what was queued since.
+    fn requeue_front(&mut self, batch: Vec<RelPath>) {
+        let later = self.take();
+        for p in batch.into_iter().chain(later) {
+            self.push(p);
+        }
+    }
+}
+
 /// One conversation's instruction state.
 #[derive(Debug)]
 pub struct Session {
     config: Config,
     source: Source,
     journal: Journal,
-    queue: Vec<RelPath>,
+    queue: Queue,
     fail_next_append: bool,
 }
 
@@ -142,7 +175,7 @@ impl Session {
         journal
             .append(Record::Startup { files: files.clone() })
             .map_err(|e| SessionError::Journal(JournalError::Io(e)))?;
-        let session = Session { config, source, journal, queue: Vec::new(), fail_next_append: false };
+        let session = Session { config, source, journal, queue: Queue::default(), fail_next_append: false };
         Ok((session, Startup { files, diagnostics: sorted(diags) }))
     }
 
@@ -154,7 +187,7 @@ impl Session {
         if journal.startup().is_none() {
             return Err(SessionError::NothingToResume);
         }
-        Ok(Session { config, source, journal, queue: Vec::new(), fail_next_append: false })
+        Ok(Session { config, source, journal, queue: Queue::default(), fail_next_append: false })
     }
 
     /// Forks into `state_dir`: the fork keeps the parent's startup prefix and journal, not its
@@ -165,7 +198,7 @@ impl Session {
             config: self.config.clone(),
             source: self.source.clone(),
             journal,
-            queue: Vec::new(),
+            queue: Queue::default(),
             fail_next_append: false,
         })
     }
@@ -190,9 +223,7 @@ impl Session {
     pub fn observe(&mut self, result: &ToolResult) {
         let Some(path) = &result.file_access else { return };
         let Some(rel) = self.source.within(path) else { return };
-        if !self.queue.contains(&rel) {
-            self.queue.push(rel);
-        }
+        self.queue.push(rel);
     }
 
     /// Makes the next journal append fail, as a full disk or a lost journal connection would.
@@ -211,7 +242,7 @@ impl Session {
         if self.queue.is_empty() {
             return RequestOutcome::default();
         }
-        let batch = std::mem::take(&mut self.queue);
+        let batch = self.queue.take();
         let modules = discover::modules(&self.source, &self.config);
         let mut diags = modules.diagnostics.clone();
         let resolved = resolver::for_paths(&self.source, &self.config, &modules, &batch, &mut diags);
@@ -253,18 +284,15 @@ impl Session {
         if let Err(e) = appended {
             // Nothing counts as loaded unless the append succeeded: the batch goes back to the
             // front of the queue and retries at the next context boundary.
-            let touched: Vec<&str> = batch.iter().map(RelPath::as_str).collect();
+            let shown: Vec<&str> = batch.iter().take(10).map(RelPath::as_str).collect();
+            let more = batch.len().saturating_sub(shown.len());
+            let more = if more > 0 { format!(" and {more} more") } else { String::new() };
             diags.push(Diagnostic::new(
                 Code::InstructionActivationFailed,
                 "",
-                format!("instruction activation append failed ({e}); requeued {}", touched.join(", ")),
+                format!("instruction activation append failed ({e}); requeued {}{more}", shown.join(", ")),
             ));
-            let later = std::mem::replace(&mut self.queue, batch);
-            for p in later {
-                if !self.queue.contains(&p) {
-                    self.queue.push(p);
-                }
-            }
+            self.queue.requeue_front(batch);
             return RequestOutcome { activation: None, diagnostics: sorted(diags) };
         }
         let modules = chosen

@@ -1,0 +1,259 @@
+//! The properties the fuzz targets check (fuzz/fuzz_targets/*), kept here so that a stable
+//! `cargo test` replays every checked-in corpus file through the very same code
+//! (harness/tests/fuzz_corpus.rs). Every function takes arbitrary bytes, must never panic on them,
+//! and panics only when a property fails (that is how a fuzzer learns of a finding).
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use reference::driver::{CasePlatform, Driver, OpenCase, StepOp, TreeEdit, WireEntry};
+use reference::frontmatter::{self, Kind};
+use reference::glob::RulesBuilder;
+use reference::{Code, Platform, RelPath};
+
+/// Frontmatter: never panics; parsing is deterministic; an accepted module's body is a suffix of
+/// the text, and each of its globs validates on its own.
+pub fn frontmatter(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let first = frontmatter::parse(text);
+    let again = frontmatter::parse(text);
+    assert_eq!(first, again, "parsing is not deterministic");
+    if let Ok(parsed) = first {
+        assert!(text.ends_with(parsed.body), "the body is not a suffix of the text");
+        assert_eq!(
+            reference::sha256_hex(parsed.body.as_bytes()),
+            reference::sha256_hex(again.unwrap().body.as_bytes())
+        );
+        if let Kind::Conditional(globs) = parsed.kind {
+            assert!(!globs.is_empty());
+            for g in globs {
+                assert!(reference::glob::validate(&g).is_ok(), "accepted glob {g:?} does not validate");
+            }
+        }
+    }
+}
+
+/// A plainly correct matcher for the glob rules of DECISIONS.md (D-GLOB-1..8), written for the
+/// fuzzer: recursion over characters and segments, no cleverness.
+pub fn oracle(pattern: &str, path: &str) -> bool {
+    fn seg(p: &[char], s: &[char]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            Some('*') => seg(&p[1..], s) || (!s.is_empty() && seg(p, &s[1..])),
+            Some('?') => !s.is_empty() && seg(&p[1..], &s[1..]),
+            Some(c) => s.first() == Some(c) && seg(&p[1..], &s[1..]),
+        }
+    }
+    fn segs(p: &[&str], s: &[&str]) -> bool {
+        match p.first() {
+            None => s.is_empty(),
+            // D-GLOB-1: a last `**` is one or more folders, any other zero or more.
+            Some(&"**") => (usize::from(p.len() == 1)..=s.len()).any(|k| segs(&p[1..], &s[k..])),
+            Some(first) => {
+                !s.is_empty() && {
+                    let pc: Vec<char> = first.chars().collect();
+                    let sc: Vec<char> = s[0].chars().collect();
+                    seg(&pc, &sc) && segs(&p[1..], &s[1..])
+                }
+            }
+        }
+    }
+    let p: Vec<&str> = pattern.split('/').collect();
+    let s: Vec<&str> = path.split('/').collect();
+    segs(&p, &s)
+}
+
+/// Globs: the first line is a pattern, the others are paths. A pattern that validates matches,
+/// through the compiled set, exactly the paths the oracle says it matches.
+pub fn glob(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let mut lines = text.lines();
+    let Some(pattern) = lines.next() else { return };
+    // The oracle is exponential in the number of `*`; keep inputs where it stays fast.
+    if pattern.len() > 48 || pattern.matches('*').count() > 6 {
+        return;
+    }
+    let patterns = vec![pattern.to_string()];
+    let valid = reference::glob::validate(pattern).is_ok();
+    let mut builder = RulesBuilder::new(Platform::Posix);
+    if !valid {
+        return;
+    }
+    builder.add(0, &patterns).expect("a validated pattern compiles");
+    let rules = builder.build();
+    for line in lines.take(16) {
+        let Some(path) = RelPath::parse(line) else { continue };
+        if path.as_str().len() > 64 {
+            continue;
+        }
+        let mut hits = Vec::new();
+        rules.matching(&path, &mut hits);
+        assert_eq!(!hits.is_empty(), oracle(pattern, path.as_str()), "pattern {pattern:?} against {path:?}");
+    }
+}
+
+/// `within` on Windows and POSIX: the first line is a root, the second a path. An answer is a
+/// normal relative path, and is idempotent: the root joined with the answer answers the same.
+pub fn within(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let mut lines = text.lines();
+    let (Some(root), Some(path)) = (lines.next(), lines.next()) else { return };
+    for (platform, sep) in [(Platform::Windows, "\\"), (Platform::Posix, "/")] {
+        if let Some(rel) = platform.within(root, path) {
+            assert_eq!(RelPath::parse(rel.as_str()).as_ref(), Some(&rel), "not a normal relative path");
+            let rejoined = format!("{}{sep}{}", root.trim_end_matches(['/', '\\']), rel.as_str().replace('/', sep));
+            assert_eq!(platform.within(root, &rejoined).as_ref(), Some(&rel), "{platform:?}: {root:?} + {rel:?}");
+            assert_eq!(platform.within(root, rel.as_str()).as_ref(), Some(&rel), "{platform:?}: relative {rel:?}");
+        }
+    }
+}
+
+/// Scenario YAML: loading never panics, whatever the text.
+pub fn scenario(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let _ = crate::load::parse(text, &crate::load::known_features());
+}
+
+/// Adapter protocol messages: decoding never panics, and a decoded message encodes to JSON that
+/// decodes to the same message.
+pub fn protocol(data: &[u8]) {
+    use crate::adapter::{OneShotReply, OneShotRequest, Reply, Request};
+    fn roundtrip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(data: &[u8]) {
+        if let Ok(v) = serde_json::from_slice::<T>(data) {
+            let back: T = serde_json::from_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
+            assert_eq!(back, v);
+        }
+    }
+    roundtrip::<Request>(data);
+    roundtrip::<Reply>(data);
+    roundtrip::<OneShotRequest>(data);
+    roundtrip::<OneShotReply>(data);
+}
+
+const FILES: [&str; 5] = ["AGENTS.md", "src/AGENTS.md", "src/x/AGENTS.md", ".elowen/rules/a.md", ".elowen/rules/b.md"];
+const TEXTS: [&str; 6] = [
+    "---\npaths: [\"src/**\"]\n---\nA\n",
+    "---\npaths: [\"src/x/*\"]\n---\nB\n",
+    "---\npath: [\"src/**\"]\n---\nbroken\n",
+    "plain\n",
+    "---\npaths: [\"src/**\"]\n---\nA2\n",
+    "",
+];
+const TOUCHES: [&str; 4] = ["src/a.ts", "src/x/b.ts", "/elsewhere/c.ts", "top.ts"];
+
+/// What one step of the session model does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Touch(usize),
+    Request,
+    Compact,
+    Edit(usize, usize),
+    FailNext,
+    ColdClear,
+}
+
+fn ops(data: &[u8]) -> (Vec<(usize, usize)>, Vec<Op>) {
+    let mut it = data.iter().copied();
+    let tree: Vec<(usize, usize)> =
+        (0..FILES.len()).filter_map(|f| it.next().map(|b| (f, usize::from(b) % (TEXTS.len() + 1)))).collect();
+    let mut out = Vec::new();
+    while let Some(b) = it.next() {
+        out.push(match b % 8 {
+            0 | 1 => Op::Touch(usize::from(b / 8) % TOUCHES.len()),
+            2 | 3 => Op::Request,
+            4 => Op::Compact,
+            5 => Op::Edit(usize::from(b / 8) % FILES.len(), usize::from(it.next().unwrap_or(0)) % TEXTS.len()),
+            6 => Op::FailNext,
+            _ => Op::ColdClear,
+        });
+        if out.len() >= 48 {
+            break;
+        }
+    }
+    (tree, out)
+}
+
+fn step_op(op: Op) -> StepOp {
+    match op {
+        Op::Touch(i) => {
+            StepOp::Touch { tool: "read".into(), path: TOUCHES[i].into(), file_access: Some(TOUCHES[i].into()) }
+        }
+        Op::Request => StepOp::NextRequest,
+        Op::Compact => StepOp::Compact,
+        Op::Edit(f, t) => StepOp::EditTree(TreeEdit::Write {
+            path: FILES[f].into(),
+            hex: reference::driver::to_hex(TEXTS[t].as_bytes()),
+        }),
+        Op::FailNext => StepOp::FailNextAppend,
+        Op::ColdClear => StepOp::ColdClear,
+    }
+}
+
+/// Runs the model; `restart_after_quiet_requests` inserts a restart after every request that left
+/// nothing queued and nothing armed. Returns the observations of the model's own steps.
+fn run_model(
+    tree: &[(usize, usize)],
+    ops: &[Op],
+    restart_after_quiet_requests: bool,
+) -> Vec<reference::driver::Observation> {
+    let state = tempfile::tempdir().unwrap();
+    let entries = tree
+        .iter()
+        .filter(|(_, t)| *t < TEXTS.len())
+        .map(|&(f, t)| WireEntry::File { path: FILES[f].into(), hex: reference::driver::to_hex(TEXTS[t].as_bytes()) })
+        .collect();
+    let open = OpenCase {
+        profile: "modules".into(),
+        platform: CasePlatform::Managed,
+        root: "/workspace".into(),
+        state_dir: state.path().to_string_lossy().into_owned(),
+        tree: Some(entries),
+        environment: None,
+        placement: None,
+        resume: false,
+    };
+    let (mut driver, _) = Driver::open(open).unwrap();
+    let mut out = vec![driver.step(&StepOp::Start).unwrap()];
+    let mut armed = false;
+    for &op in ops {
+        let obs = driver.step(&step_op(op)).unwrap();
+        match op {
+            Op::FailNext => armed = true,
+            Op::Request => {
+                let failed = obs.diagnostics.iter().any(|d| d.code == Code::InstructionActivationFailed);
+                if obs.activation.is_some() || failed {
+                    armed = false;
+                }
+                if restart_after_quiet_requests && !armed && !failed {
+                    driver.restart().unwrap();
+                }
+            }
+            _ => {}
+        }
+        out.push(obs);
+    }
+    out
+}
+
+/// The session model: random small trees and step sequences never panic; a module whose latest
+/// active version is unchanged is never appended again (and a superseding one always is marked);
+/// and a restart inserted where nothing is queued changes no later observation.
+pub fn session(data: &[u8]) {
+    let (tree, ops) = ops(data);
+    let plain = run_model(&tree, &ops, false);
+    let mut active: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for (op, obs) in std::iter::once(None).chain(ops.iter().copied().map(Some)).zip(&plain) {
+        match op {
+            Some(Op::Compact) => active.clear(),
+            Some(Op::Request) => {
+                for m in obs.activation.iter().flat_map(|a| &a.modules) {
+                    let before = active.insert(m.path.clone(), m.sha256.clone());
+                    assert_ne!(before.as_ref(), Some(&m.sha256), "unchanged loaded module {} appended again", m.path);
+                    assert_eq!(m.supersedes, before.is_some(), "supersedes marker of {} is wrong", m.path);
+                }
+            }
+            _ => {}
+        }
+    }
+    let restarted = run_model(&tree, &ops, true);
+    assert_eq!(plain, restarted, "a restart where nothing was queued changed a later observation");
+}
