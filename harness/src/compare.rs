@@ -88,8 +88,9 @@ fn diag_key(d: &ExpectDiagnostic) -> String {
     }
 }
 
-/// Compares `obs` with `expect`; `root` is the display form `{root}` stands for.
-pub fn compare(expect: &Expect, obs: &Observation, root: &str) -> Vec<Mismatch> {
+/// Compares `obs` with `expect`; `root` is the display form `{root}` stands for, `sandbox` the
+/// directory `{sandbox}` stands for.
+pub fn compare(expect: &Expect, obs: &Observation, root: &str, sandbox: &str) -> Vec<Mismatch> {
     let mut cmp = Cmp(Vec::new());
     if let Some(files) = &expect.startup {
         let expected: Vec<Item<'_>> = files
@@ -153,6 +154,29 @@ pub fn compare(expect: &Expect, obs: &Observation, root: &str) -> Vec<Mismatch> 
         let expected = text.replace("{root}", root);
         let actual = obs.activation.as_ref().map_or("", |a| a.rendered.as_str());
         cmp.eq("rendered".into(), &expected, actual);
+    }
+    if let Some(section) = &expect.section {
+        match &obs.section {
+            None => {
+                cmp.0.push(Mismatch { field: "section".into(), expected: "a section".into(), actual: "none".into() })
+            }
+            Some(got) => {
+                if let Some(text) = &section.text {
+                    cmp.eq("section.text".into(), &text.replace("{sandbox}", sandbox), &got.text);
+                }
+                if let Some(r) = section.rewritten {
+                    cmp.eq("section.rewritten".into(), &r.to_string(), &got.rewritten.to_string());
+                }
+                if let Some(files) = &section.files {
+                    let want: Vec<String> = files.iter().map(|f| f.replace("{sandbox}", sandbox)).collect();
+                    cmp.eq("section.files".into(), &want.join("\n"), &got.files.join("\n"));
+                }
+                if let Some(omitted) = &section.omitted {
+                    let want: Vec<String> = omitted.iter().map(|f| f.replace("{sandbox}", sandbox)).collect();
+                    cmp.eq("section.omitted".into(), &want.join("\n"), &got.omitted.join("\n"));
+                }
+            }
+        }
     }
     let mut unmatched: Vec<&reference::Diagnostic> = obs.diagnostics.iter().collect();
     let mut missing = Vec::new();

@@ -174,10 +174,15 @@ fn ops(data: &[u8]) -> (Vec<(usize, usize)>, Vec<Op>) {
 
 fn step_op(op: Op) -> StepOp {
     match op {
-        Op::Touch(i) => {
-            StepOp::Touch { tool: "read".into(), path: TOUCHES[i].into(), file_access: Some(TOUCHES[i].into()) }
-        }
-        Op::Request => StepOp::NextRequest,
+        Op::Touch(i) => StepOp::Touch {
+            tool: "read".into(),
+            path: TOUCHES[i].into(),
+            file_access: Some(TOUCHES[i].into()),
+            failed: false,
+            args: None,
+            scope: None,
+        },
+        Op::Request => StepOp::NextRequest { scope: None },
         Op::Compact => StepOp::Compact,
         Op::Edit(f, t) => StepOp::EditTree(TreeEdit::Write {
             path: FILES[f].into(),
@@ -210,6 +215,7 @@ fn run_model(
         environment: None,
         placement: None,
         resume: false,
+        options: None,
     };
     let (mut driver, _) = Driver::open(open).unwrap();
     let mut out = vec![driver.step(&StepOp::Start).unwrap()];

@@ -160,8 +160,29 @@ fn validate(s: &Scenario, features: &BTreeSet<String>) -> Vec<(Option<String>, S
     if s.id.trim().is_empty() || s.id.contains(char::is_whitespace) {
         bad("id:", format!("id: '{}' must be non-empty with no spaces", s.id));
     }
+    if !reference::driver::PROFILES.contains(&s.profile.as_str()) {
+        bad(
+            "profile:",
+            format!("profile: '{}' is not a profile (known: {})", s.profile, reference::driver::PROFILES.join(", ")),
+        );
+    }
+    if s.profile == "section" && s.platform != Platform::Posix {
+        bad("platform:", "platform: the section profile runs on posix trees only".into());
+    }
+    if s.options.is_some() && s.profile != "section" {
+        bad("options:", "options: only section cases have options".into());
+    }
     if s.profile != "modules" {
-        bad("profile:", format!("profile: '{}' is not a profile (known: modules)", s.profile));
+        for st in &s.steps {
+            let name = match st.action {
+                Action::Compact => "compact",
+                Action::ColdClear => "cold_clear",
+                Action::Fork => "fork",
+                Action::FailNextAppend => "fail_next_append",
+                _ => continue,
+            };
+            bad(name, format!("steps: {name} is not part of the {} profile", s.profile));
+        }
     }
     if s.spec.is_empty() {
         bad("spec:", "spec: cite at least one seed sentence or decision".into());

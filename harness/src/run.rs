@@ -102,7 +102,7 @@ fn action_name(a: &Action) -> &'static str {
     match a {
         Action::Start => "start",
         Action::Touch(_) => "touch",
-        Action::NextRequest => "next_request",
+        Action::NextRequest(_) => "next_request",
         Action::Compact => "compact",
         Action::ColdClear => "cold_clear",
         Action::Restart => "restart",
@@ -184,8 +184,19 @@ fn prepare(s: &Scenario) -> Result<Running, String> {
         environment: if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None },
         placement,
         resume: false,
+        options: section_options(s, &sandbox)?,
     };
     Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem })
+}
+
+/// The section options with `cwd` and `global_file` made absolute (they are written relative to
+/// the project directory).
+fn section_options(s: &Scenario, sandbox: &Sandbox) -> Result<Option<reference::section::SectionOptions>, String> {
+    let Some(mut o) = s.options.clone() else { return Ok(None) };
+    let abs = |p: &str| sandbox.resolve(p).map(|d| d.to_string_lossy().into_owned());
+    o.cwd = o.cwd.as_deref().map(abs).transpose()?;
+    o.global_file = o.global_file.as_deref().map(abs).transpose()?;
+    Ok(Some(o))
 }
 
 /// Substitutes `{root}` in a touched path.
@@ -223,12 +234,23 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
     };
     let op = match action {
         Action::Start => Some(StepOp::Start),
-        Action::Touch(t) => Some(StepOp::Touch {
-            tool: t.tool.clone(),
-            path: touched(&r.open, &t.path),
-            file_access: t.carries_file_access().then(|| touched(&r.open, &t.path)),
-        }),
-        Action::NextRequest => Some(StepOp::NextRequest),
+        Action::Touch(t) => {
+            let path = touched(&r.open, &t.path);
+            let args = t.args.clone().unwrap_or_else(|| {
+                let mut m = serde_json::Map::new();
+                m.insert("file_path".into(), serde_json::Value::String(path.clone()));
+                m
+            });
+            Some(StepOp::Touch {
+                tool: t.tool.clone(),
+                file_access: t.carries_file_access().then(|| path.clone()),
+                path,
+                failed: t.outcome != "ok",
+                args: Some(args),
+                scope: t.scope.clone(),
+            })
+        }
+        Action::NextRequest(scope) => Some(StepOp::NextRequest { scope: scope.clone() }),
         Action::Compact => Some(StepOp::Compact),
         Action::ColdClear => Some(StepOp::ColdClear),
         Action::FailNextAppend => Some(StepOp::FailNextAppend),
@@ -394,7 +416,7 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
             }
         };
         let mut mismatches = match &step.expect {
-            Some(expect) => compare(expect, &obs, &running.root_display),
+            Some(expect) => compare(expect, &obs, &running.root_display, &running.sandbox.dir.to_string_lossy()),
             None => Vec::new(),
         };
         if !s.canaries.is_empty() {

@@ -78,6 +78,11 @@ pub struct Scenario {
     /// Root placement inputs (posix), relative to the project directory.
     #[serde(default)]
     pub placement: Option<PlacementSpec>,
+    /// The section profile's options; `cwd` and `global_file` are relative to the project
+    /// directory (`../x` is beside it).
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub options: Option<reference::section::SectionOptions>,
     /// Files, relative to the project directory; `../x` is beside it, outside the root.
     #[serde(default)]
     pub tree: BTreeMap<String, TreeValue>,
@@ -247,6 +252,13 @@ pub struct TouchSpec {
     /// `ok` (the default), `error`, `refused` or `past_eof`.
     #[serde(default = "ok")]
     pub outcome: String,
+    /// The conversation scope (section profile). The default is the unscoped bucket.
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// The call's arguments (section profile). The default is `{file_path: <path>}`.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Value>")]
+    pub args: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 fn read() -> String {
@@ -295,6 +307,13 @@ impl WriteValue {
     }
 }
 
+/// What a model request names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequestSpec {
+    scope: Option<String>,
+}
+
 /// A rename between steps.
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -313,8 +332,8 @@ pub enum Action {
     Start,
     /// A tool result.
     Touch(TouchSpec),
-    /// The next model request.
-    NextRequest,
+    /// The next model request, in a conversation scope (section profile).
+    NextRequest(Option<String>),
     /// Compaction.
     Compact,
     /// Cold clearing.
@@ -386,7 +405,9 @@ impl<'de> Deserialize<'de> for Step {
                     }
                     action = Some(match key.as_str() {
                         "start" => unit(&mut map, Action::Start)?,
-                        "next_request" => unit(&mut map, Action::NextRequest)?,
+                        "next_request" => {
+                            Action::NextRequest(map.next_value::<Option<RequestSpec>>()?.and_then(|r| r.scope))
+                        }
                         "compact" => unit(&mut map, Action::Compact)?,
                         "cold_clear" => unit(&mut map, Action::ColdClear)?,
                         "restart" => unit(&mut map, Action::Restart)?,
@@ -429,9 +450,30 @@ pub struct Expect {
     /// The appended text, `{root}` standing for the root's display form.
     #[serde(default)]
     pub rendered: Option<String>,
+    /// The section (section and root-file profiles).
+    #[serde(default)]
+    pub section: Option<ExpectSection>,
     /// The diagnostics.
     #[serde(default)]
     pub diagnostics: Vec<ExpectDiagnostic>,
+}
+
+/// An expected section.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSection {
+    /// The exact text; `{sandbox}` stands for the sandbox directory.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Whether the node was rewritten this round.
+    #[serde(default)]
+    pub rewritten: Option<bool>,
+    /// The files rendered, in order, as their headers name them.
+    #[serde(default)]
+    pub files: Option<Vec<String>>,
+    /// The files named as not fitting, in order.
+    #[serde(default)]
+    pub omitted: Option<Vec<String>>,
 }
 
 /// An expected startup file.

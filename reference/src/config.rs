@@ -40,6 +40,18 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The root-file profile (seed 003): AGENTS.md, else agents.md, capped at 32 KiB (cut at a
+    /// line, not refused). It has no rule modules; the rules fields are unused.
+    pub fn root_file() -> Config {
+        Config {
+            names: ["AGENTS.md", "agents.md"].map(String::from).to_vec(),
+            file_cap: crate::rootfile::ROOT_FILE_CAP,
+            ..Config::modules()
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config::modules()

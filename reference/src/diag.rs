@@ -74,6 +74,12 @@ pub enum Code {
     /// The root listing held more than 1,000 names before the candidates.
     #[serde(rename = "root.listing_limit")]
     RootListingLimit,
+    /// The root-file profile's file (or its link's target) is refused by the credential denylist.
+    #[serde(rename = "rootfile.denied")]
+    RootFileDenied,
+    /// The section profile's subtree scope reached `maxNestedDirs` (logged once per conversation).
+    #[serde(rename = "section.nested_limit")]
+    SectionNestedLimit,
 }
 
 impl Code {
@@ -100,6 +106,8 @@ impl Code {
             Code::FileUnreadable => "file.unreadable",
             Code::ManagedListingFailed => "managed.listing_failed",
             Code::RootListingLimit => "root.listing_limit",
+            Code::RootFileDenied => "rootfile.denied",
+            Code::SectionNestedLimit => "section.nested_limit",
         }
     }
 
@@ -125,12 +133,14 @@ impl Code {
         Code::FileUnreadable,
         Code::ManagedListingFailed,
         Code::RootListingLimit,
+        Code::RootFileDenied,
+        Code::SectionNestedLimit,
     ];
 
     /// The level the code is logged at. Facts about a directory are `info`, refusals `error`.
     pub fn level(self) -> Level {
         match self {
-            Code::ManagedListingFailed | Code::RootListingLimit => Level::Info,
+            Code::ManagedListingFailed | Code::RootListingLimit | Code::SectionNestedLimit => Level::Info,
             _ => Level::Error,
         }
     }

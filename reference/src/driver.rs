@@ -14,6 +14,7 @@ use crate::diag::Diagnostic;
 use crate::journal::StartupFile;
 use crate::placement::{place_root, Placement};
 use crate::relpath::{Platform, RelPath};
+use crate::section::{Section, SectionOptions, SectionRound};
 use crate::session::{Activation, Session, ToolResult};
 use crate::source::{Environment, HostSource, MemSource, MemTree, Node, Source};
 
@@ -108,6 +109,9 @@ pub struct OpenCase {
     /// Resume the session journaled in `state_dir` (after a restart) instead of starting anew.
     #[serde(default)]
     pub resume: bool,
+    /// The section profile's options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<SectionOptions>,
 }
 
 /// A change to an in-memory tree.
@@ -155,9 +159,25 @@ pub enum StepOp {
         /// `details.fileAccess.path`, present only on a successful, authorized file access.
         #[serde(default)]
         file_access: Option<String>,
+        /// Whether the call failed (section profile: a failed call contributes nothing).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        failed: bool,
+        /// The call's arguments (section profile: `filePathFromTouch` reads `file_path`, `path`
+        /// or `filePath`; a `skillId` makes the path no workspace path).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(with = "Option<serde_json::Value>")]
+        args: Option<serde_json::Map<String, serde_json::Value>>,
+        /// The conversation scope (section profile); absent: the unscoped bucket.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
     },
-    /// The next model request: drain the trigger queue.
-    NextRequest,
+    /// The next model request: drain the trigger queue (modules), re-resolve the section of the
+    /// conversation `scope` (section).
+    NextRequest {
+        /// The conversation scope (section profile); absent: the unscoped bucket.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        scope: Option<String>,
+    },
     /// Compaction of the history.
     Compact,
     /// Cold clearing of per-turn context (instructions are protected from it).
@@ -189,6 +209,9 @@ pub struct Observation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<serde_json::Value>")]
     pub activation: Option<Activation>,
+    /// The section after a model round (section profile), or at start (root-file profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section: Option<SectionRound>,
     /// Diagnostics of the step.
     #[serde(default)]
     #[schemars(with = "Vec<serde_json::Value>")]
@@ -216,6 +239,16 @@ pub const FEATURES: &[&str] = &[
     "root_placement",
     "rendering",
     "hostile",
+    "section_discovery",
+    "section_subtrees",
+    "section_scopes",
+    "section_budget",
+    "section_render",
+    "rootfile_read",
+    "rootfile_denylist",
+    "rootfile_redaction",
+    "rootfile_cut",
+    "rootfile_render",
 ];
 
 /// What the reference says of itself in `hello`. The harness's in-process `reference_hello()` and
@@ -240,7 +273,7 @@ pub fn hello_fields() -> HelloFields {
         name: "reference",
         version: env!("CARGO_PKG_VERSION"),
         language: "rust",
-        profiles: &["modules"],
+        profiles: PROFILES,
         features: FEATURES,
     }
 }
@@ -251,7 +284,43 @@ pub struct Driver {
     open: OpenCase,
     source: Option<Source>,
     session: Option<Session>,
+    section: Option<Section>,
+    root_file: Option<RootFileState>,
     state_dir: PathBuf,
+}
+
+/// The root-file profile's session: the prefix read at start, kept in the state directory so a
+/// resume retains it (seed 003: "It is read once, when the session starts").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct RootFileState {
+    startup: Vec<StartupFile>,
+    section: String,
+}
+
+const ROOT_FILE_STATE: &str = "root-file.json";
+
+impl RootFileState {
+    fn observation(&self) -> Observation {
+        let round = SectionRound {
+            text: self.section.clone(),
+            rewritten: !self.section.is_empty(),
+            files: self.startup.iter().map(|f| f.path.clone()).collect(),
+            omitted: Vec::new(),
+        };
+        Observation { startup: Some(self.startup.clone()), section: Some(round), ..Observation::default() }
+    }
+
+    fn load(state_dir: &std::path::Path) -> Result<RootFileState, String> {
+        let text = std::fs::read(state_dir.join(ROOT_FILE_STATE))
+            .map_err(|e| format!("no root-file session to resume: {e}"))?;
+        serde_json::from_slice(&text).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))
+    }
+
+    fn save(&self, state_dir: &std::path::Path) -> Result<(), String> {
+        std::fs::create_dir_all(state_dir).map_err(|e| e.to_string())?;
+        let text = serde_json::to_vec(self).map_err(|e| e.to_string())?;
+        std::fs::write(state_dir.join(ROOT_FILE_STATE), text).map_err(|e| e.to_string())
+    }
 }
 
 /// Decodes lower-case or upper-case hex.
@@ -291,9 +360,13 @@ fn environment(w: &WireEnvironment) -> Environment {
     }
 }
 
+/// The profiles the driver runs.
+pub const PROFILES: &[&str] = &["modules", "section", "root-file"];
+
 fn config(profile: &str) -> Result<Config, String> {
     match profile {
-        "modules" => Ok(Config::modules()),
+        "modules" | "section" => Ok(Config::modules()),
+        "root-file" => Ok(Config::root_file()),
         other => Err(format!("profile '{other}' is not supported")),
     }
 }
@@ -344,30 +417,51 @@ impl Driver {
         config(&open.profile)?;
         let source = build_source(&open)?;
         let state_dir = PathBuf::from(&open.state_dir);
-        let mut driver = Driver { open, source: Some(source), session: None, state_dir };
-        let mut obs = Observation::default();
-        if driver.open.resume {
-            let source = driver.source.take().unwrap_or(Source::Nothing);
-            let session =
-                Session::resume(config(&driver.open.profile)?, source, &driver.state_dir).map_err(|e| e.to_string())?;
-            obs.startup = Some(session.startup());
-            driver.session = Some(session);
-        }
+        let mut driver =
+            Driver { open, source: Some(source), session: None, section: None, root_file: None, state_dir };
+        let obs = if driver.open.resume { driver.restart()? } else { Observation::default() };
         Ok((driver, obs))
     }
 
     /// Restarts in-process: drops the session (and its in-memory queue) and resumes it from the
     /// state directory, with the tree as it is now.
     pub fn restart(&mut self) -> Result<Observation, String> {
-        let source = match self.session.take() {
-            Some(s) => s.into_source(),
-            None => self.source.take().unwrap_or(Source::Nothing),
-        };
-        let session =
-            Session::resume(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
-        let obs = Observation { startup: Some(session.startup()), ..Observation::default() };
-        self.session = Some(session);
-        Ok(obs)
+        match self.open.profile.as_str() {
+            "section" => {
+                // The section keeps its scopes in memory only: a restart mounts it afresh
+                // (D-SEC-LIFE-1).
+                self.section = Some(self.mount_section()?);
+                Ok(Observation::default())
+            }
+            "root-file" => {
+                let state = RootFileState::load(&self.state_dir)?;
+                let obs = state.observation();
+                self.root_file = Some(state);
+                Ok(obs)
+            }
+            _ => {
+                let source = match self.session.take() {
+                    Some(s) => s.into_source(),
+                    None => self.source.take().unwrap_or(Source::Nothing),
+                };
+                let session =
+                    Session::resume(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
+                let obs = Observation { startup: Some(session.startup()), ..Observation::default() };
+                self.session = Some(session);
+                Ok(obs)
+            }
+        }
+    }
+
+    fn mount_section(&self) -> Result<Section, String> {
+        if self.open.platform != CasePlatform::Posix {
+            return Err("the section profile runs on host (posix) trees only".into());
+        }
+        Section::new(self.open.options.clone().unwrap_or_default(), std::path::Path::new(&self.open.root))
+    }
+
+    fn not_in_profile(&self, what: &str) -> String {
+        format!("{what} is not part of the {} profile", self.open.profile)
     }
 
     /// The in-memory tree of a windows or managed case, for edits.
@@ -391,21 +485,63 @@ impl Driver {
     pub fn step(&mut self, op: &StepOp) -> Result<Observation, String> {
         let mut obs = Observation::default();
         match op {
-            StepOp::Start => {
-                let source = self.source.take().ok_or("the session has already started")?;
-                let (session, startup) =
-                    Session::start(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
-                obs.startup = Some(startup.files);
-                obs.diagnostics = startup.diagnostics;
-                self.session = Some(session);
-            }
-            StepOp::Touch { tool, file_access, .. } => {
-                self.session()?.observe(&ToolResult { tool: tool.clone(), file_access: file_access.clone() });
-            }
-            StepOp::NextRequest => {
-                let out = self.session()?.next_request();
-                obs.activation = out.activation;
-                obs.diagnostics = out.diagnostics;
+            StepOp::Start => match self.open.profile.as_str() {
+                "section" => self.section = Some(self.mount_section()?),
+                "root-file" => {
+                    let source = self.source.as_ref().ok_or("the session has already started")?;
+                    let out = crate::rootfile::root_file(source, &config("root-file")?);
+                    let startup = out
+                        .file
+                        .map(|(path, content, sha256)| StartupFile {
+                            path: path.to_string(),
+                            kind: "root".into(),
+                            sha256,
+                            content,
+                        })
+                        .into_iter()
+                        .collect();
+                    let state = RootFileState { startup, section: out.section };
+                    state.save(&self.state_dir)?;
+                    obs = state.observation();
+                    obs.diagnostics = out.diagnostics;
+                    self.root_file = Some(state);
+                }
+                _ => {
+                    let source = self.source.take().ok_or("the session has already started")?;
+                    let (session, startup) = Session::start(config(&self.open.profile)?, source, &self.state_dir)
+                        .map_err(|e| e.to_string())?;
+                    obs.startup = Some(startup.files);
+                    obs.diagnostics = startup.diagnostics;
+                    self.session = Some(session);
+                }
+            },
+            StepOp::Touch { tool, file_access, failed, args, scope, .. } => match self.open.profile.as_str() {
+                "section" => {
+                    let section = self.section.as_mut().ok_or("the section is not mounted (start first)")?;
+                    obs.diagnostics = section.observe(scope.as_deref(), *failed, &args.clone().unwrap_or_default());
+                }
+                // Read once at session start: a touch changes nothing.
+                "root-file" => {}
+                _ => self.session()?.observe(&ToolResult { tool: tool.clone(), file_access: file_access.clone() }),
+            },
+            StepOp::NextRequest { scope } => match self.open.profile.as_str() {
+                "section" => {
+                    let section = self.section.as_mut().ok_or("the section is not mounted (start first)")?;
+                    let (round, diags) = section.resolve(scope.as_deref());
+                    obs.section = Some(round);
+                    obs.diagnostics = diags;
+                }
+                "root-file" => {}
+                _ => {
+                    let out = self.session()?.next_request();
+                    obs.activation = out.activation;
+                    obs.diagnostics = out.diagnostics;
+                }
+            },
+            StepOp::Compact | StepOp::ColdClear | StepOp::FailNextAppend | StepOp::Fork { .. }
+                if self.open.profile != "modules" =>
+            {
+                return Err(self.not_in_profile("this step"));
             }
             StepOp::Compact => self.session()?.compact().map_err(|e| format!("compaction append failed: {e}"))?,
             // Instructions are a protected kind: cold clearing leaves them in the active context.

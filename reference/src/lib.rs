@@ -31,6 +31,8 @@ mod placement;
 mod relpath;
 mod render;
 mod resolver;
+pub mod rootfile;
+pub mod section;
 mod session;
 mod source;
 mod winpath;

@@ -168,6 +168,37 @@ impl Source {
         }
     }
 
+    /// Reads at most `max + 1` bytes from the start of `path`, whatever its size, so a caller can
+    /// cut it (the root-file profile's 32 KiB cut). Refusals are as for [`Source::read`] but for
+    /// the size.
+    pub fn read_head(&self, path: &RelPath, confined: bool, max: u64) -> ReadOutcome {
+        match self {
+            Source::Nothing => ReadOutcome::Absent,
+            Source::Host(h) => h.read_head(path, confined, max),
+            Source::Mem(m) => match m.read(path, u64::MAX) {
+                ReadOutcome::Bytes(mut b) => {
+                    b.truncate(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
+                    ReadOutcome::Bytes(b)
+                }
+                other => other,
+            },
+        }
+    }
+
+    /// The root-relative path a file resolves to after links, when it resolves inside the root
+    /// (an in-memory tree has no links to follow).
+    pub fn resolve(&self, path: &RelPath) -> Option<RelPath> {
+        match self {
+            Source::Nothing => None,
+            Source::Host(h) => {
+                let real = fs::canonicalize(h.full(Some(path))).ok()?;
+                let rel = real.strip_prefix(&h.root_real).ok()?;
+                RelPath::from_segments(rel.iter().map(|c| c.to_str().unwrap_or("\u{0}")))
+            }
+            Source::Mem(_) => Some(path.clone()),
+        }
+    }
+
     /// Reads `path` whole if it is at most `cap` bytes. `confined`: the file must resolve inside
     /// the root (modules and nested files); otherwise links are followed (the root file).
     pub fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
@@ -278,8 +309,15 @@ impl HostSource {
         })
     }
 
+    fn read_head(&self, path: &RelPath, confined: bool, max: u64) -> ReadOutcome {
+        match self.target(path, confined) {
+            Ok(target) => read_bounded(&target, path, Bound::Head(max), false),
+            Err(refusal) => refusal,
+        }
+    }
+
     fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
-        match read_bounded(&self.full(Some(path)), path, cap, true) {
+        match read_bounded(&self.full(Some(path)), path, Bound::Cap(cap), true) {
             // ELOOP: the last component is a link now. Resolve it as any link is resolved.
             ReadOutcome::Refused(Code::FileUnreadable, _) => self.read(path, true, cap),
             other => other,
@@ -287,33 +325,45 @@ impl HostSource {
     }
 
     fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
-        let full = self.full(Some(path));
-        let target = if confined {
-            match fs::canonicalize(&full) {
-                Ok(real) if real.starts_with(&self.root_real) && real != self.root_real => real,
-                Ok(_) => {
-                    return ReadOutcome::Refused(
-                        Code::InstructionModuleEscape,
-                        format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
-                    )
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound && fs::symlink_metadata(&full).is_err() => {
-                    return ReadOutcome::Absent
-                }
-                Err(e) => {
-                    return ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be resolved ({e})"))
-                }
-            }
-        } else {
-            full
-        };
-        read_bounded(&target, path, cap, false)
+        match self.target(path, confined) {
+            Ok(target) => read_bounded(&target, path, Bound::Cap(cap), false),
+            Err(refusal) => refusal,
+        }
     }
+
+    /// The file to open for `path`: confined, its real path inside the root; otherwise the path
+    /// itself, links followed by the open.
+    fn target(&self, path: &RelPath, confined: bool) -> Result<PathBuf, ReadOutcome> {
+        let full = self.full(Some(path));
+        if !confined {
+            return Ok(full);
+        }
+        match fs::canonicalize(&full) {
+            Ok(real) if real.starts_with(&self.root_real) && real != self.root_real => Ok(real),
+            Ok(_) => Err(ReadOutcome::Refused(
+                Code::InstructionModuleEscape,
+                format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && fs::symlink_metadata(&full).is_err() => {
+                Err(ReadOutcome::Absent)
+            }
+            Err(e) => Err(ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be resolved ({e})"))),
+        }
+    }
+}
+
+/// How much of a file a read takes.
+#[derive(Debug, Clone, Copy)]
+enum Bound {
+    /// The whole file, refused above this many bytes.
+    Cap(u64),
+    /// The first this-many bytes and one more (to tell whether there is more), whatever the size.
+    Head(u64),
 }
 
 /// Opens without blocking (a FIFO must not hang discovery), and without following a final link
 /// when `no_follow`; checks the opened file's own metadata, and reads at most `cap + 1` bytes.
-fn read_bounded(target: &Path, path: &RelPath, cap: u64, no_follow: bool) -> ReadOutcome {
+fn read_bounded(target: &Path, path: &RelPath, bound: Bound, no_follow: bool) -> ReadOutcome {
     let mut opts = fs::OpenOptions::new();
     opts.read(true);
     #[cfg(unix)]
@@ -335,16 +385,19 @@ fn read_bounded(target: &Path, path: &RelPath, cap: u64, no_follow: bool) -> Rea
     if !md.is_file() {
         return ReadOutcome::Refused(Code::FileNotRegular, format!("'{path}' is not a regular file"));
     }
-    if md.len() > cap {
-        return oversized(path, md.len(), cap);
-    }
-    let mut buf = Vec::with_capacity(usize::try_from(md.len()).unwrap_or(0));
-    if let Err(e) = file.take(cap.saturating_add(1)).read_to_end(&mut buf) {
+    let limit = match bound {
+        Bound::Cap(cap) if md.len() > cap => return oversized(path, md.len(), cap),
+        Bound::Cap(n) | Bound::Head(n) => n,
+    };
+    let mut buf = Vec::with_capacity(usize::try_from(md.len().min(limit.saturating_add(1))).unwrap_or(0));
+    if let Err(e) = file.take(limit.saturating_add(1)).read_to_end(&mut buf) {
         return ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be read ({e})"));
     }
     // The file may have grown between fstat and read; the cap still holds.
-    if buf.len() as u64 > cap {
-        return oversized(path, buf.len() as u64, cap);
+    if let Bound::Cap(cap) = bound {
+        if buf.len() as u64 > cap {
+            return oversized(path, buf.len() as u64, cap);
+        }
     }
     ReadOutcome::Bytes(buf)
 }
