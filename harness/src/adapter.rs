@@ -435,7 +435,7 @@ impl Implementation for OneShotAdapter {
             name: self.command.clone(),
             version: "unknown".into(),
             language: "unknown".into(),
-            profiles: vec!["modules".into()],
+            profiles: reference::driver::PROFILES.iter().map(|p| p.to_string()).collect(),
             features: crate::load::known_features().into_iter().collect(),
         })
     }

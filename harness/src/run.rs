@@ -191,12 +191,12 @@ fn prepare(s: &Scenario) -> Result<Running, String> {
 
 /// The section options with `cwd` and `global_file` made absolute (they are written relative to
 /// the project directory).
-fn section_options(s: &Scenario, sandbox: &Sandbox) -> Result<Option<reference::section::SectionOptions>, String> {
+fn section_options(s: &Scenario, sandbox: &Sandbox) -> Result<Option<Box<reference::section::SectionOptions>>, String> {
     let Some(mut o) = s.options.clone() else { return Ok(None) };
     let abs = |p: &str| sandbox.resolve(p).map(|d| d.to_string_lossy().into_owned());
     o.cwd = o.cwd.as_deref().map(abs).transpose()?;
     o.global_file = o.global_file.as_deref().map(abs).transpose()?;
-    Ok(Some(o))
+    Ok(Some(Box::new(o)))
 }
 
 /// Substitutes `{root}` in a touched path.

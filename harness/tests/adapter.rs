@@ -143,6 +143,7 @@ fn posix_case(dir: &Path, state: &str) -> OpenCase {
         environment: None,
         placement: None,
         resume: false,
+        options: None,
     }
 }
 
@@ -161,6 +162,7 @@ fn managed_case(dir: &Path, state: &str) -> OpenCase {
         environment: None,
         placement: None,
         resume: false,
+        options: None,
     }
 }
 
@@ -187,17 +189,24 @@ fn drive(imp: &mut dyn Implementation, open: &OpenCase, steps: &[Option<StepOp>]
 }
 
 fn managed_steps() -> Vec<Option<StepOp>> {
-    let touch = StepOp::Touch { tool: "read".into(), path: "src/a.ts".into(), file_access: Some("src/a.ts".into()) };
+    let touch = StepOp::Touch {
+        tool: "read".into(),
+        path: "src/a.ts".into(),
+        file_access: Some("src/a.ts".into()),
+        failed: false,
+        args: None,
+        scope: None,
+    };
     let edit =
         TreeEdit::Write { path: ".elowen/rules/api.md".into(), hex: to_hex(b"---\npaths: [\"src/**\"]\n---\nv2\n") };
     vec![
         Some(StepOp::Start),
         Some(touch.clone()),
-        Some(StepOp::NextRequest),
+        Some(StepOp::NextRequest { scope: None }),
         Some(StepOp::EditTree(edit)),
         None,
         Some(touch),
-        Some(StepOp::NextRequest),
+        Some(StepOp::NextRequest { scope: None }),
     ]
 }
 

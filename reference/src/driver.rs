@@ -111,7 +111,7 @@ pub struct OpenCase {
     pub resume: bool,
     /// The section profile's options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<SectionOptions>,
+    pub options: Option<Box<SectionOptions>>,
 }
 
 /// A change to an in-memory tree.
@@ -457,7 +457,7 @@ impl Driver {
         if self.open.platform != CasePlatform::Posix {
             return Err("the section profile runs on host (posix) trees only".into());
         }
-        Section::new(self.open.options.clone().unwrap_or_default(), std::path::Path::new(&self.open.root))
+        Section::new(self.open.options.as_deref().cloned().unwrap_or_default(), std::path::Path::new(&self.open.root))
     }
 
     fn not_in_profile(&self, what: &str) -> String {
