@@ -188,7 +188,10 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let unexpected: Vec<String> =
         results.iter_mut().filter_map(|r| (!manifest.apply(r)).then(|| r.id.clone())).collect();
     let summary = Summary::new(&results, unexpected);
-    let human = report::human(&results, &summary);
+    use std::io::IsTerminal;
+    let terminal =
+        if args.format == Format::Human { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
+    let human = report::human(&results, &summary, report::use_colour(terminal));
     let out = match args.format {
         Format::Human => human.clone(),
         Format::Json => report::json(&hello, &results, &summary),

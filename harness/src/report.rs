@@ -76,12 +76,39 @@ const ORDER: [Status; 9] = [
     Status::Xpass,
 ];
 
+/// Whether colour may be used on a stream: it is a terminal and `NO_COLOR` is unset or empty
+/// (<https://no-color.org>).
+pub fn use_colour(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// The status word, in red or green when `colour`.
+fn paint(status: Status, colour: bool) -> String {
+    let code = match status {
+        Status::Pass | Status::Xfail => "32",
+        Status::Skip | Status::Unsupported => "33",
+        _ => "31",
+    };
+    if colour {
+        format!("\x1b[{code}m{}\x1b[0m", status.as_str())
+    } else {
+        status.as_str().to_string()
+    }
+}
+
 /// The human report: a table per area, the detail of every unexpected case, and a closing line
-/// `N passed, N failed`.
-pub fn human(results: &[CaseResult], summary: &Summary) -> String {
+/// `N passed, N failed`. `colour` paints the status words.
+pub fn human(results: &[CaseResult], summary: &Summary, colour: bool) -> String {
     let mut out = String::new();
     for r in results.iter().filter(|r| summary.unexpected.contains(&r.id)) {
-        out.push_str(&case_detail(r));
+        let detail = case_detail(r);
+        match detail.strip_prefix(r.status.as_str()) {
+            Some(rest) => {
+                out.push_str(&paint(r.status, colour));
+                out.push_str(rest);
+            }
+            None => out.push_str(&detail),
+        }
         out.push('\n');
     }
     let _ = writeln!(out, "{:<28} {}", "area", ORDER.map(|s| format!("{:>5}", short(s))).join(" "));

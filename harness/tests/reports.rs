@@ -40,7 +40,7 @@ fn junit_is_well_formed_xml_with_one_testcase_per_case() {
 fn human_report_closes_with_passed_and_failed_counts() {
     let results = results();
     let summary = Summary::new(&results, Vec::new());
-    let text = report::human(&results, &summary);
+    let text = report::human(&results, &summary, false);
     assert_eq!(text.lines().last(), Some(format!("{} passed, 0 failed", results.len()).as_str()));
 }
 
