@@ -97,10 +97,11 @@ pub fn within(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let mut lines = text.lines();
     let (Some(root), Some(path)) = (lines.next(), lines.next()) else { return };
-    for (platform, sep) in [(Platform::Windows, "\\"), (Platform::Posix, "/")] {
+    // A backslash separates on Windows only; on POSIX it is part of a name and is never trimmed.
+    for (platform, sep, trim) in [(Platform::Windows, "\\", &['/', '\\'][..]), (Platform::Posix, "/", &['/'][..])] {
         if let Some(rel) = platform.within(root, path) {
             assert_eq!(RelPath::parse(rel.as_str()).as_ref(), Some(&rel), "not a normal relative path");
-            let rejoined = format!("{}{sep}{}", root.trim_end_matches(['/', '\\']), rel.as_str().replace('/', sep));
+            let rejoined = format!("{}{sep}{}", root.trim_end_matches(trim), rel.as_str().replace('/', sep));
             assert_eq!(platform.within(root, &rejoined).as_ref(), Some(&rel), "{platform:?}: {root:?} + {rel:?}");
             assert_eq!(platform.within(root, rel.as_str()).as_ref(), Some(&rel), "{platform:?}: relative {rel:?}");
         }
