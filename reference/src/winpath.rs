@@ -109,7 +109,13 @@ pub(crate) fn within(root: &str, path: &str) -> Option<RelPath> {
         }
     };
     let segs = normalise(segs)?;
-    strip_prefix(&root_segs, &segs, |a, b| fold(a) == fold(b))
+    let rel = strip_prefix(&root_segs, &segs, |a, b| fold(a) == fold(b))?;
+    // A `:` cannot stand in a Windows file name: below the root it is an alternate data stream
+    // (`AGENTS.md:x`) or a drive (`C:`), never a file of the project (D-WIN-4).
+    if rel.segments().any(|seg| seg.contains(':')) {
+        return None;
+    }
+    Some(rel)
 }
 
 /// The root with `/` separators and no trailing separator, as given otherwise
@@ -156,6 +162,8 @@ mod tests {
     #[case(r"C:\repo", r"\\.\C:\repo\a.ts", None)]
     #[case(r"repo", r"repo\a.ts", None)]
     #[case(r"C:\", r"C:\a\b.ts", Some("a/b.ts"))]
+    #[case(r"C:\repo", r"C:\repo\C:", None)]
+    #[case(r"C:\repo", r"C:\repo\AGENTS.md:hidden", None)]
     fn within_answers_the_slash_form(#[case] root: &str, #[case] path: &str, #[case] want: Option<&str>) {
         assert_eq!(within(root, path).as_ref().map(RelPath::as_str), want);
     }
