@@ -198,10 +198,23 @@ impl RulesBuilder {
     /// Compiles every pattern into the index.
     pub fn build(self) -> CompiledRules {
         let fold = self.platform == Platform::Windows;
-        let mut groups: HashMap<String, Vec<(String, usize)>> = HashMap::new();
+        // Node key → pattern → owners: a glob many modules share (`src/**/*.ts`) is compiled once.
+        let mut groups: HashMap<String, Vec<(String, Vec<usize>)>> = HashMap::new();
+        let mut index: HashMap<(String, String), usize> = HashMap::new();
         for (pattern, owner) in self.entries {
             let key = fold_key(literal_prefix(&pattern), fold);
-            groups.entry(key).or_default().push((pattern, owner));
+            let group = groups.entry(key.clone()).or_default();
+            match index.get(&(key.clone(), pattern.clone())) {
+                Some(&i) => {
+                    if let Some((_, owners)) = group.get_mut(i) {
+                        owners.push(owner);
+                    }
+                }
+                None => {
+                    index.insert((key, pattern.clone()), group.len());
+                    group.push((pattern, vec![owner]));
+                }
+            }
         }
         let nodes = groups
             .into_iter()
@@ -261,12 +274,12 @@ struct Part {
 
 #[derive(Debug, Clone)]
 enum Node {
-    /// A few patterns, tried one by one.
-    Few(Vec<(String, usize)>),
-    /// Many patterns in one set.
+    /// A few distinct patterns, tried one by one, each with the modules that declare it.
+    Few(Vec<(String, Vec<usize>)>),
+    /// Many distinct patterns in one set.
     Set {
         set: GlobSet,
-        owners: Vec<usize>,
+        owners: Vec<Vec<usize>>,
         /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
         confirm: Vec<Option<String>>,
     },
@@ -305,9 +318,9 @@ impl CompiledRules {
                 let Some(node) = folded.get(..end).and_then(|k| part.nodes.get(k)) else { continue };
                 match node {
                     Node::Few(entries) => {
-                        for (pattern, owner) in entries {
+                        for (pattern, owners) in entries {
                             if exact_match(pattern, text, part.fold) {
-                                out.push(owner + part.offset);
+                                out.extend(owners.iter().map(|o| o + part.offset));
                             }
                         }
                     }
@@ -318,8 +331,8 @@ impl CompiledRules {
                                     continue;
                                 }
                             }
-                            if let Some(&owner) = owners.get(glob) {
-                                out.push(owner + part.offset);
+                            if let Some(of_glob) = owners.get(glob) {
+                                out.extend(of_glob.iter().map(|o| o + part.offset));
                             }
                         }
                     }
@@ -333,8 +346,8 @@ impl CompiledRules {
     /// The number of patterns in the index.
     pub fn len(&self) -> usize {
         let node_len = |n: &Node| match n {
-            Node::Few(e) => e.len(),
-            Node::Set { owners, .. } => owners.len(),
+            Node::Few(e) => e.iter().map(|(_, o)| o.len()).sum(),
+            Node::Set { owners, .. } => owners.iter().map(Vec::len).sum::<usize>(),
         };
         self.parts.iter().flat_map(|p| p.nodes.values()).map(node_len).sum()
     }
@@ -451,6 +464,19 @@ mod tests {
     #[case("a/b/c/", "a/b/c")]
     fn literal_prefixes(#[case] pattern: &str, #[case] want: &str) {
         assert_eq!(literal_prefix(pattern), want);
+    }
+
+    #[test]
+    fn a_glob_shared_by_many_modules_matches_every_one() {
+        let mut b = RulesBuilder::new(Platform::Posix);
+        for i in 0..50 {
+            b.add(i, &["src/**/*.ts".to_string(), format!("lib/m{i}/**")]).unwrap();
+        }
+        let rules = b.build();
+        assert_eq!(rules.len(), 100);
+        let mut out = Vec::new();
+        rules.matching(&RelPath::parse("src/a/b.ts").unwrap(), &mut out);
+        assert_eq!(out, (0..50).collect::<Vec<_>>());
     }
 
     #[test]
