@@ -215,13 +215,16 @@ impl Source {
 pub struct HostSource {
     root_given: String,
     root_real: PathBuf,
+    /// The root directory, held open, for reads the kernel confines ([`open_beneath`]).
+    root_dir: Option<std::sync::Arc<RootDir>>,
 }
 
 impl HostSource {
     /// A source rooted at `root`, resolved once with realpath.
     pub fn new(root: &Path) -> io::Result<HostSource> {
         let root_real = fs::canonicalize(root)?;
-        Ok(HostSource { root_given: root.to_string_lossy().into_owned(), root_real })
+        let root_dir = RootDir::open(&root_real).map(std::sync::Arc::new);
+        Ok(HostSource { root_given: root.to_string_lossy().into_owned(), root_real, root_dir })
     }
 
     /// The realpath of the root.
@@ -310,13 +313,14 @@ impl HostSource {
     }
 
     fn read_head(&self, path: &RelPath, confined: bool, max: u64) -> ReadOutcome {
-        match self.target(path, confined) {
-            Ok(target) => read_bounded(&target, path, Bound::Head(max), false),
-            Err(refusal) => refusal,
-        }
+        self.read_with(path, confined, Bound::Head(max))
     }
 
     fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
+        // A confined open resolves in the kernel at no extra cost; realpath is what costs.
+        if self.root_dir.is_some() {
+            return self.read_with(path, true, Bound::Cap(cap));
+        }
         match read_bounded(&self.full(Some(path)), path, Bound::Cap(cap), true) {
             // ELOOP: the last component is a link now. Resolve it as any link is resolved.
             ReadOutcome::Refused(Code::FileUnreadable, _) => self.read(path, true, cap),
@@ -325,8 +329,54 @@ impl HostSource {
     }
 
     fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
+        self.read_with(path, confined, Bound::Cap(cap))
+    }
+
+    fn read_with(&self, path: &RelPath, confined: bool, bound: Bound) -> ReadOutcome {
+        if confined {
+            if let Some(opened) = self.root_dir.as_ref().and_then(|d| d.open_beneath(path)) {
+                let opened = match opened {
+                    // The kernel refuses an absolute link, or a `..` that steps out and back in,
+                    // even when the final target lies inside the root; confinement judges the
+                    // final target (D-LINK-7). So resolve it, and open its real path beneath the
+                    // root again: a link swapped in meanwhile is still refused.
+                    Err(Beneath::Escape) => match self.target(path, true) {
+                        Ok(real) => match real
+                            .strip_prefix(&self.root_real)
+                            .ok()
+                            .and_then(|r| RelPath::from_segments(r.iter().map(|c| c.to_str().unwrap_or("\u{0}"))))
+                        {
+                            Some(rel) => self
+                                .root_dir
+                                .as_ref()
+                                .and_then(|d| d.open_beneath(&rel))
+                                .unwrap_or(Err(Beneath::Escape)),
+                            None => Err(Beneath::Escape),
+                        },
+                        Err(refusal) => return refusal,
+                    },
+                    other => other,
+                };
+                return match opened {
+                    Ok(file) => read_open(file, path, bound),
+                    Err(Beneath::Escape) => ReadOutcome::Refused(
+                        Code::InstructionModuleEscape,
+                        format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
+                    ),
+                    Err(Beneath::NotFound) if fs::symlink_metadata(self.full(Some(path))).is_err() => {
+                        ReadOutcome::Absent
+                    }
+                    Err(Beneath::NotFound) => {
+                        ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' is a link that does not resolve"))
+                    }
+                    Err(Beneath::Other(e)) => {
+                        ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({e})"))
+                    }
+                };
+            }
+        }
         match self.target(path, confined) {
-            Ok(target) => read_bounded(&target, path, Bound::Cap(cap), false),
+            Ok(target) => read_bounded(&target, path, bound, false),
             Err(refusal) => refusal,
         }
     }
@@ -352,6 +402,85 @@ impl HostSource {
     }
 }
 
+/// Why a confined open failed.
+#[derive(Debug)]
+enum Beneath {
+    /// Resolving the path would leave the root (through a link, or `..` in a link's target).
+    Escape,
+    /// Nothing at the end of the path (a missing file, or a dangling link).
+    NotFound,
+    /// Anything else: a link loop, a permission, an I/O error.
+    Other(io::Error),
+}
+
+/// The root directory, held open so that reads below it can be confined by the kernel.
+#[derive(Debug)]
+struct RootDir {
+    #[cfg(target_os = "linux")]
+    fd: rustix::fd::OwnedFd,
+}
+
+impl RootDir {
+    /// Opens the root directory for [`RootDir::open_beneath`]; `None` where that is not
+    /// available, and reads fall back to realpath-then-open.
+    ///
+    /// # Platform behavior
+    /// Linux only (it needs `openat2`, Linux 5.6 and later); elsewhere always `None`.
+    fn open(root: &Path) -> Option<RootDir> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{Mode, OFlags};
+            let fd = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
+            let probe = RootDir { fd };
+            // A kernel without openat2 answers ENOSYS: then there is no point holding the root.
+            match probe.open_beneath_raw(".") {
+                Err(rustix::io::Errno::NOSYS) => None,
+                _ => Some(probe),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = root;
+            None
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    fn open_beneath_raw(&self, rel: &str) -> Result<rustix::fd::OwnedFd, rustix::io::Errno> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        rustix::fs::openat2(
+            &self.fd,
+            rel,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+    }
+
+    /// Opens `rel` so that no step of its resolution leaves the root: the kernel follows links
+    /// inside the root and refuses the rest (`openat2` with `RESOLVE_BENEATH`). There is no
+    /// window between checking and opening in which a swapped link could lead out, as there is
+    /// with realpath-then-open. `None` when the kernel cannot do it.
+    fn open_beneath(&self, rel: &RelPath) -> Option<Result<fs::File, Beneath>> {
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::io::Errno;
+            match self.open_beneath_raw(rel.as_str()) {
+                Ok(fd) => Some(Ok(fs::File::from(fd))),
+                Err(Errno::NOSYS) => None,
+                Err(Errno::XDEV) => Some(Err(Beneath::Escape)),
+                Err(Errno::NOENT) => Some(Err(Beneath::NotFound)),
+                Err(e) => Some(Err(Beneath::Other(io::Error::from(e)))),
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = rel;
+            None
+        }
+    }
+}
+
 /// How much of a file a read takes.
 #[derive(Debug, Clone, Copy)]
 enum Bound {
@@ -373,11 +502,15 @@ fn read_bounded(target: &Path, path: &RelPath, bound: Bound, no_follow: bool) ->
     }
     #[cfg(not(unix))]
     let _ = no_follow;
-    let file = match opts.open(target) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return ReadOutcome::Absent,
-        Err(e) => return ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({e})")),
-    };
+    match opts.open(target) {
+        Ok(file) => read_open(file, path, bound),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => ReadOutcome::Absent,
+        Err(e) => ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({e})")),
+    }
+}
+
+/// Checks an opened file's own metadata and reads at most `cap + 1` bytes of it.
+fn read_open(file: fs::File, path: &RelPath, bound: Bound) -> ReadOutcome {
     let md = match file.metadata() {
         Ok(md) => md,
         Err(e) => return ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be inspected ({e})")),
@@ -699,6 +832,29 @@ mod tests {
         t.insert(&rp("AGENTS.md"), Node::File(b"x".to_vec()));
         let s = MemSource::managed("/w", t, Environment::Stopped);
         assert_eq!(s.find_first(None, &["AGENTS.md".to_string()]), (None, None));
+    }
+
+    /// On Linux the kernel confines reads: a link out is refused by `openat2` itself, a link
+    /// inside is followed, and a nested absolute link to an in-root file is still followed
+    /// (through the realpath fallback).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn kernel_confined_reads_follow_links_inside_and_refuse_links_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        std::fs::write(root.join("docs/a.md"), "inside").unwrap();
+        std::fs::write(dir.path().join("secret.md"), "outside").unwrap();
+        std::os::unix::fs::symlink("docs/a.md", root.join("rel.md")).unwrap();
+        std::os::unix::fs::symlink(root.join("docs/a.md"), root.join("abs.md")).unwrap();
+        std::os::unix::fs::symlink("../secret.md", root.join("out.md")).unwrap();
+        let s = HostSource::new(&root).unwrap();
+        let d = s.root_dir.as_ref().expect("openat2 is available on the CI kernel");
+        assert!(matches!(d.open_beneath(&rp("out.md")), Some(Err(Beneath::Escape))));
+        assert!(matches!(d.open_beneath(&rp("rel.md")), Some(Ok(_))));
+        assert_eq!(s.read(&rp("rel.md"), true, 100), ReadOutcome::Bytes(b"inside".to_vec()));
+        assert_eq!(s.read(&rp("abs.md"), true, 100), ReadOutcome::Bytes(b"inside".to_vec()));
+        assert!(matches!(s.read(&rp("out.md"), true, 100), ReadOutcome::Refused(Code::InstructionModuleEscape, _)));
     }
 
     #[test]
