@@ -168,13 +168,10 @@ fn parse_one(
     match frontmatter::parse(&text) {
         Ok(parsed) => match parsed.kind {
             Kind::Unconditional => Parsed::Unconditional(Loaded::new(path.clone(), parsed.body)),
-            Kind::Conditional(globs) => match CompiledGlobs::new(&globs, source.platform()) {
-                Ok(compiled) => {
-                    rules.add_compiled(next, compiled);
-                    Parsed::Conditional(Loaded::new(path.clone(), parsed.body))
-                }
-                Err((code, message)) => Parsed::Refused(Diagnostic::new(code, path.as_str(), message)),
-            },
+            Kind::Conditional(globs) => {
+                rules.add_compiled(next, CompiledGlobs::validated(globs));
+                Parsed::Conditional(Loaded::new(path.clone(), parsed.body))
+            }
         },
         Err(r) => Parsed::Refused(Diagnostic::new(r.code, path.as_str(), r.message).with_line(r.line)),
     }

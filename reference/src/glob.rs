@@ -135,19 +135,25 @@ fn compile(pattern: &str, platform: Platform) -> Result<globset::Glob, (Code, St
         .map_err(|e| (Code::GlobInvalid, format!("glob '{pattern}' is not a glob ({})", e.kind())))
 }
 
-/// One module's validated patterns, ready for a [`RulesBuilder`].
+/// One module's patterns, validated, ready for a [`RulesBuilder`].
 #[derive(Debug, Clone)]
 pub struct CompiledGlobs {
     patterns: Vec<String>,
 }
 
 impl CompiledGlobs {
-    /// Checks that each pattern compiles for `platform`.
-    pub fn new(patterns: &[String], platform: Platform) -> Result<CompiledGlobs, (Code, String)> {
+    /// Validates each pattern ([`validate`]).
+    pub fn new(patterns: &[String]) -> Result<CompiledGlobs, (Code, String)> {
         for p in patterns {
-            compile(p, platform)?;
+            validate(p)?;
         }
         Ok(CompiledGlobs { patterns: patterns.to_vec() })
+    }
+
+    /// Patterns that [`crate::frontmatter::parse`] accepted: it validated every one already, so
+    /// discovery does not compile them a second time.
+    pub(crate) fn validated(patterns: Vec<String>) -> CompiledGlobs {
+        CompiledGlobs { patterns }
     }
 }
 
@@ -186,7 +192,7 @@ impl RulesBuilder {
 
     /// Adds module `owner`'s already validated patterns.
     pub fn add(&mut self, owner: usize, patterns: &[String]) -> Result<(), (Code, String)> {
-        self.add_compiled(owner, CompiledGlobs::new(patterns, self.platform)?);
+        self.add_compiled(owner, CompiledGlobs::new(patterns)?);
         Ok(())
     }
 
