@@ -65,7 +65,10 @@ pub enum Record {
 #[derive(Debug)]
 pub struct Journal {
     path: PathBuf,
-    records: Vec<Record>,
+    /// How many records the file holds.
+    len: usize,
+    /// The startup prefix, the one record a resume reads back whole.
+    startup: Option<Vec<StartupFile>>,
     /// The latest active-context hash per path, kept current on every append so that dedupe
     /// costs the same whatever the journal's length.
     active: HashMap<String, String>,
@@ -117,7 +120,7 @@ impl Journal {
         fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
         let path = state_dir.join(JOURNAL_FILE);
         File::create(&path).map_err(JournalError::Io)?;
-        Ok(Journal { path, records: Vec::new(), active: HashMap::new() })
+        Ok(Journal { path, len: 0, startup: None, active: HashMap::new() })
     }
 
     /// Opens the journal in `state_dir` and restores its records.
@@ -159,11 +162,11 @@ impl Journal {
             f.set_len(good_end as u64).map_err(JournalError::Io)?;
             f.sync_data().map_err(JournalError::Io)?;
         }
-        let mut active = HashMap::new();
-        for r in &records {
-            apply(&mut active, r);
+        let mut journal = Journal { path, len: 0, startup: None, active: HashMap::new() };
+        for r in records {
+            journal.remember(r);
         }
-        Ok(Journal { path, records, active })
+        Ok(journal)
     }
 
     /// Appends `record` durably; on error nothing counts as appended.
@@ -173,22 +176,33 @@ impl Journal {
         let mut f = OpenOptions::new().append(true).create(true).open(&self.path)?;
         f.write_all(&line)?;
         f.sync_data()?;
-        apply(&mut self.active, &record);
-        self.records.push(record);
+        self.remember(record);
         Ok(())
     }
 
-    /// Every record, oldest first.
-    pub fn records(&self) -> &[Record] {
-        &self.records
+    /// Keeps what the session needs of a record: the startup prefix and the active context.
+    /// Rendered activations stay in the file only, so memory does not grow with the session.
+    fn remember(&mut self, record: Record) {
+        apply(&mut self.active, &record);
+        self.len += 1;
+        if let Record::Startup { files } = record {
+            self.startup.get_or_insert(files);
+        }
+    }
+
+    /// How many records the journal holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the journal holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// The startup prefix, when the journal has one.
     pub fn startup(&self) -> Option<&[StartupFile]> {
-        self.records.iter().find_map(|r| match r {
-            Record::Startup { files } => Some(files.as_slice()),
-            _ => None,
-        })
+        self.startup.as_deref()
     }
 
     /// The latest active-context hash per path: instruction records after the last compaction,
@@ -226,10 +240,10 @@ mod tests {
         bytes.extend_from_slice(b"{\"type\":\"instr");
         fs::write(&path, &bytes).unwrap();
         let mut j = Journal::open(dir.path()).unwrap();
-        assert_eq!(j.records().len(), 1);
+        assert_eq!(j.len(), 1);
         j.append(instr("b.md", "2")).unwrap();
         let j = Journal::open(dir.path()).unwrap();
-        assert_eq!(j.records().len(), 2);
+        assert_eq!(j.len(), 2);
     }
 
     #[test]

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
 use crate::discover::sha256_hex;
 use crate::frontmatter::strip_bom;
@@ -245,18 +244,18 @@ impl Section {
                 GlobalRead::Absent => {}
             }
         }
-        let config = Config { names: self.options.file_names.clone(), file_cap, ..Config::modules() };
         for folder in self.folders(&dirs) {
             let names: Vec<String> = match self.options.per_directory {
                 PerDirectory::First => self
                     .source
-                    .find_first(folder.as_ref(), &config.names)
+                    .find_first(folder.as_ref(), &self.options.file_names)
                     .0
                     .into_iter()
                     .map(|p| p.to_string())
                     .collect(),
-                PerDirectory::All => config
-                    .names
+                PerDirectory::All => self
+                    .options
+                    .file_names
                     .iter()
                     .filter_map(|n| self.source.find_first(folder.as_ref(), std::slice::from_ref(n)).0)
                     .map(|p| p.to_string())
@@ -284,16 +283,11 @@ impl Section {
             }
         }
         // Identical trimmed content collapses to its first occurrence.
-        let mut seen: Vec<String> = Vec::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
         candidates.retain(|(_, content)| match content {
             Some(c) => {
                 let key = sha256_hex(c.trim().as_bytes());
-                if seen.contains(&key) {
-                    false
-                } else {
-                    seen.push(key);
-                    true
-                }
+                seen.insert(key)
             }
             None => true,
         });
