@@ -32,11 +32,14 @@ fn section(c: &mut Criterion) {
     }
     let options = SectionOptions { cwd: Some(cwd.to_string_lossy().into_owned()), ..SectionOptions::default() };
     let mut section = Section::new(options, &root).expect("section");
-    for i in 0..200 {
-        let mut args = serde_json::Map::new();
-        args.insert("file_path".into(), format!("pkg{i}/x.ts").into());
-        section.observe(None, false, &args);
-    }
+    let calls: Vec<reference::Call> = (0..200)
+        .map(|i| {
+            let mut args = serde_json::Map::new();
+            args.insert("file_path".into(), format!("pkg{i}/x.ts").into());
+            reference::Call { failed: false, args }
+        })
+        .collect();
+    section.round(None, &calls);
     let mut group = c.benchmark_group("section/209-files");
     group.sample_size(20).throughput(Throughput::Elements(files.len() as u64));
     group.bench_function("floor", |b| {
@@ -46,7 +49,7 @@ fn section(c: &mut Criterion) {
             }
         })
     });
-    group.bench_function("reference", |b| b.iter(|| section.resolve(None)));
+    group.bench_function("reference", |b| b.iter(|| section.round(None, &[])));
     group.finish();
 }
 

@@ -14,13 +14,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use reference::driver::{Observation, OpenCase, StepOp};
-use serde::{Deserialize, Serialize};
-
-use crate::implementation::{Hello, ImplError, Implementation};
-
-/// The protocol version the harness speaks; `hello` and one-shot input carry it.
-pub const PROTOCOL_VERSION: &str = "1";
+use crate::implementation::{ImplError, Implementation};
+pub use crate::wire::{protocol_schema, OneShotReply, OneShotRequest, Reply, Request, ScriptStep, PROTOCOL_VERSION};
+use crate::wire::{Hello, Observation, OpenCase, StepOp};
 
 /// The longest reply line (and the longest one-shot output) the harness reads: 16 MiB. A longer
 /// one is a CRASH, so that a runaway implementation cannot exhaust the harness's memory.
@@ -37,121 +33,6 @@ const STDERR_DRAIN: Duration = Duration::from_millis(300);
 /// be reported) or after the harness closed its stdin (the end of a run).
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 
-/// A request of the persistent mode; the reply echoes its `seq`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Request {
-    /// The first request to every process: the reply carries `hello`.
-    Hello {
-        /// The request's number, increasing over the harness's run.
-        seq: u64,
-        /// The protocol version, `"1"`.
-        protocol: String,
-    },
-    /// Opens a case: the reply carries the open's `observation` (empty unless `open.resume`).
-    Open {
-        /// The request's number.
-        seq: u64,
-        /// The case id, for the implementation's logs.
-        case: String,
-        /// Everything needed to run the case.
-        open: OpenCase,
-    },
-    /// Runs one step of the open case: the reply carries its `observation`.
-    Step {
-        /// The request's number.
-        seq: u64,
-        /// The step.
-        step: StepOp,
-    },
-    /// Closes the open case; the process stays up for the next one.
-    Close {
-        /// The request's number.
-        seq: u64,
-    },
-}
-
-/// A reply of the persistent mode.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-#[schemars(transform = seq_is_required)]
-pub struct Reply {
-    /// The request's `seq`; null only when the request could not be read at all.
-    pub seq: Option<u64>,
-    /// Whether the request succeeded. When false, `error` says why and the case is ERROR.
-    pub ok: bool,
-    /// The answer to `hello`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub hello: Option<Hello>,
-    /// The answer to `open` and `step`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub observation: Option<Observation>,
-    /// Why the request failed (with `ok: false`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Marks `seq` required in [`Reply`]'s schema: every reply has one, if only null, but an
-/// `Option` field alone would be optional.
-fn seq_is_required(schema: &mut schemars::Schema) {
-    if let Some(serde_json::Value::Array(required)) = schema.get_mut("required") {
-        required.insert(0, "seq".into());
-    }
-}
-
-/// One step of a one-shot case: a [`StepOp`], or a restart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum ScriptStep {
-    /// The session is dropped and resumed from the state directory; observes the startup.
-    Restart,
-    /// Any other step.
-    #[serde(untagged)]
-    Step(StepOp),
-}
-
-/// The one-shot mode's input: a whole case.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OneShotRequest {
-    /// The protocol version, `"1"`.
-    pub protocol: String,
-    /// The case id, for the implementation's logs.
-    pub case: String,
-    /// Everything needed to run the case.
-    pub open: OpenCase,
-    /// The steps, in order.
-    pub steps: Vec<ScriptStep>,
-}
-
-/// The one-shot mode's output.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OneShotReply {
-    /// One observation per step (the open's is not included).
-    pub observations: Vec<Observation>,
-    /// Why the case failed: the case is ERROR.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// Any message of adapter protocol 1: a persistent-mode request or reply, or a one-shot input or
-/// output (harness/PROTOCOL.md).
-#[derive(schemars::JsonSchema)]
-#[schemars(untagged, title = "Adapter protocol 1")]
-#[allow(dead_code)] // Only its schema is used.
-enum Message {
-    Request(Request),
-    Reply(Reply),
-    OneShotRequest(OneShotRequest),
-    OneShotReply(OneShotReply),
-}
-
-/// The JSON Schema of every protocol message, as checked in at harness/protocol.schema.json.
-pub fn protocol_schema() -> serde_json::Value {
-    schemars::schema_for!(Message).to_value()
-}
-
 /// Quotes `s` as one word for `sh`, e.g. to put a path into an adapter command.
 pub fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
@@ -161,7 +42,7 @@ pub fn shell_quote(s: &str) -> String {
 /// also the parent of a test binary's `target/<profile>/deps/`.
 ///
 /// Under cargo (`CARGO` is set, as in `cargo test` and `cargo run`) it is built first with
-/// `cargo build -p reference --bin reference-adapter`, because `cargo test -p harness` does not
+/// `cargo build -p harness --bin reference-adapter`, because `cargo test -p harness` does not
 /// build another package's binaries and a stale one would test old code; elsewhere it is built
 /// only when missing. The build runs once per process.
 pub fn reference_adapter_path() -> Result<PathBuf, String> {
@@ -181,7 +62,7 @@ fn locate_reference_adapter() -> Result<PathBuf, String> {
         return Ok(path);
     }
     let mut build = Command::new(cargo.unwrap_or_else(|| "cargo".into()));
-    build.args(["build", "--quiet", "-p", "reference", "--bin", "reference-adapter"]);
+    build.args(["build", "--quiet", "-p", "harness", "--bin", "reference-adapter"]);
     build.current_dir(env!("CARGO_MANIFEST_DIR"));
     match dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") | None => {}
@@ -413,8 +294,9 @@ impl Drop for ProcessAdapter {
 }
 
 /// An implementation in the one-shot mode: [`run_one_shot`] once per case. The mode has no
-/// `hello`, so it is taken to support the `modules` profile and every feature of the built-in
-/// vocabulary; a case it cannot handle is a FAIL or an ERROR, never UNSUPPORTED.
+/// `hello`, so it is taken to implement every profile and capability of the built-in vocabulary,
+/// with no default texts and none of the suite's codes; a case it cannot handle is a FAIL or an
+/// ERROR, never UNSUPPORTED.
 #[derive(Debug, Clone)]
 pub struct OneShotAdapter {
     command: String,
@@ -435,8 +317,10 @@ impl Implementation for OneShotAdapter {
             name: self.command.clone(),
             version: "unknown".into(),
             language: "unknown".into(),
-            profiles: reference::driver::PROFILES.iter().map(|p| p.to_string()).collect(),
-            features: crate::load::known_features().into_iter().collect(),
+            profiles: crate::load::PROFILES.iter().map(|p| p.to_string()).collect(),
+            capabilities: crate::vocabulary::capabilities().into_keys().collect(),
+            defaults: crate::wire::Defaults::default(),
+            codes: std::collections::BTreeMap::new(),
         })
     }
 
@@ -589,6 +473,14 @@ impl Proc {
     }
 
     fn round_trip(&mut self, line: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, Failure> {
+        // Anything already waiting answers no request: an extra or unsolicited line, which would
+        // otherwise be taken as the reply to this one.
+        if let Ok(Event::Line(extra)) = self.events.try_recv() {
+            return Err(Failure::Garbage(format!(
+                "'{}' was written when no request was waiting for a reply (an extra or unsolicited line)",
+                preview(&extra)
+            )));
+        }
         let sent = self.requests.as_ref().is_some_and(|tx| tx.send(line).is_ok());
         if !sent {
             return Err(Failure::Gone("the process stopped reading its stdin".into()));

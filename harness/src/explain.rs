@@ -28,7 +28,15 @@ pub fn explain(cases: &[Case], id: &str) -> Result<String, String> {
     let s = &case.scenario;
     let dir = default_cases_dir();
     let mut out = String::new();
-    let _ = writeln!(out, "{} — {}\n{}\nfeatures: {}\n", s.id, s.title, case.file.display(), s.features.join(", "));
+    let _ = writeln!(
+        out,
+        "{} — {}\n{}\ncapabilities: {}\nrules: {}\n",
+        s.id,
+        s.title,
+        case.file.display(),
+        s.capabilities.join(", "),
+        s.rules.join(", ")
+    );
     for r in &s.spec {
         if let (Some(seed), Some(quote)) = (&r.seed, &r.quote) {
             let heading = r.heading.as_deref().unwrap_or("");

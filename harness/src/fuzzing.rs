@@ -5,7 +5,8 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use reference::driver::{CasePlatform, Driver, OpenCase, StepOp, TreeEdit, WireEntry};
+use crate::driver::Driver;
+use crate::wire::{CasePlatform, OpenCase, StepOp, TreeEdit, WireEntry};
 use reference::frontmatter::{self, Kind};
 use reference::glob::RulesBuilder;
 use reference::{Code, Platform, RelPath};
@@ -111,7 +112,7 @@ pub fn within(data: &[u8]) {
 /// Scenario YAML: loading never panics, whatever the text.
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = crate::load::parse(text, &crate::load::known_features());
+    let _ = crate::load::parse(text);
 }
 
 /// Adapter protocol messages: decoding never panics, and a decoded message encodes to JSON that
@@ -175,20 +176,18 @@ fn ops(data: &[u8]) -> (Vec<(usize, usize)>, Vec<Op>) {
 
 fn step_op(op: Op) -> StepOp {
     match op {
-        Op::Touch(i) => StepOp::Touch {
+        Op::Touch(i) => StepOp::Touch(crate::wire::ToolCall {
             tool: "read".into(),
             path: TOUCHES[i].into(),
+            outcome: crate::wire::Outcome::Ok,
             file_access: Some(TOUCHES[i].into()),
-            failed: false,
             args: None,
-            scope: None,
-        },
-        Op::Request => StepOp::NextRequest { scope: None },
-        Op::Compact => StepOp::Compact,
-        Op::Edit(f, t) => StepOp::EditTree(TreeEdit::Write {
-            path: FILES[f].into(),
-            hex: reference::driver::to_hex(TEXTS[t].as_bytes()),
         }),
+        Op::Request => StepOp::NextRequest { scope: None, calls: Vec::new() },
+        Op::Compact => StepOp::Compact,
+        Op::Edit(f, t) => {
+            StepOp::EditTree(TreeEdit::Write { path: FILES[f].into(), hex: crate::wire::to_hex(TEXTS[t].as_bytes()) })
+        }
         Op::FailNext => StepOp::FailNextAppend,
         Op::ColdClear => StepOp::ColdClear,
     }
@@ -196,16 +195,12 @@ fn step_op(op: Op) -> StepOp {
 
 /// Runs the model; `restart_after_quiet_requests` inserts a restart after every request that left
 /// nothing queued and nothing armed. Returns the observations of the model's own steps.
-fn run_model(
-    tree: &[(usize, usize)],
-    ops: &[Op],
-    restart_after_quiet_requests: bool,
-) -> Vec<reference::driver::Observation> {
+fn run_model(tree: &[(usize, usize)], ops: &[Op], restart_after_quiet_requests: bool) -> Vec<crate::wire::Observation> {
     let state = tempfile::tempdir().unwrap();
     let entries = tree
         .iter()
         .filter(|(_, t)| *t < TEXTS.len())
-        .map(|&(f, t)| WireEntry::File { path: FILES[f].into(), hex: reference::driver::to_hex(TEXTS[t].as_bytes()) })
+        .map(|&(f, t)| WireEntry::File { path: FILES[f].into(), hex: crate::wire::to_hex(TEXTS[t].as_bytes()) })
         .collect();
     let open = OpenCase {
         profile: "modules".into(),
@@ -226,7 +221,7 @@ fn run_model(
         match op {
             Op::FailNext => armed = true,
             Op::Request => {
-                let failed = obs.diagnostics.iter().any(|d| d.code == Code::InstructionActivationFailed);
+                let failed = obs.diagnostics.iter().any(|d| d.code == Code::InstructionActivationFailed.as_str());
                 if obs.activation.is_some() || failed {
                     armed = false;
                 }

@@ -2,23 +2,8 @@
 //! reference runs in-process ([`InProcess`]); any other implementation runs behind the adapter
 //! protocol ([`crate::adapter::ProcessAdapter`]).
 
-use reference::driver::{Driver, Observation, OpenCase, StepOp};
-use serde::{Deserialize, Serialize};
-
-/// What an implementation says of itself (`hello`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Hello {
-    /// Its name.
-    pub name: String,
-    /// Its version.
-    pub version: String,
-    /// Its language.
-    pub language: String,
-    /// The profiles it supports.
-    pub profiles: Vec<String>,
-    /// The features it supports; a case needing another is UNSUPPORTED.
-    pub features: Vec<String>,
-}
+use crate::driver::Driver;
+use crate::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};
 
 /// How a request to an implementation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,26 +64,13 @@ pub trait Implementation {
         &mut self,
         _case: &str,
         _open: &OpenCase,
-        _steps: &[crate::adapter::ScriptStep],
+        _steps: &[ScriptStep],
     ) -> Option<Result<Vec<Observation>, ImplError>> {
         None
     }
 }
 
-/// Every feature in spec-cases/features.yaml that the reference implements.
-pub use reference::driver::FEATURES as REFERENCE_FEATURES;
-
-/// The reference's own `hello` (the same data `reference-adapter` answers with).
-pub fn reference_hello() -> Hello {
-    let h = reference::driver::hello_fields();
-    Hello {
-        name: h.name.into(),
-        version: h.version.into(),
-        language: h.language.into(),
-        profiles: h.profiles.iter().map(|s| s.to_string()).collect(),
-        features: h.features.iter().map(|s| s.to_string()).collect(),
-    }
-}
+pub use crate::driver::reference_hello;
 
 /// The reference, in-process.
 #[derive(Debug, Default)]
@@ -134,5 +106,49 @@ impl Implementation for InProcess {
     fn close(&mut self) -> Result<(), ImplError> {
         self.driver = None;
         Ok(())
+    }
+}
+
+/// Checks a `hello` against the vocabulary: every profile and capability it declares must be
+/// known, and a rule is not a capability. The error names the unknown word and the nearest known
+/// one, so that a misspelt capability cannot silently turn every case into UNSUPPORTED.
+pub fn validate_hello(hello: &Hello) -> Result<(), String> {
+    let mut problems = Vec::new();
+    for p in &hello.profiles {
+        if !crate::load::PROFILES.contains(&p.as_str()) {
+            let hint = crate::vocabulary::nearest(p, crate::load::PROFILES.iter().copied())
+                .map(|n| format!(" (did you mean '{n}'?)"))
+                .unwrap_or_default();
+            problems.push(format!("profile '{p}' is not a profile{hint}; known: {}", crate::load::PROFILES.join(", ")));
+        }
+    }
+    let capabilities = crate::vocabulary::capabilities();
+    for c in &hello.capabilities {
+        if capabilities.contains_key(c) {
+            continue;
+        }
+        if crate::vocabulary::is_rule(c) {
+            problems.push(format!(
+                "'{c}' is a rule, not a capability: rules (confinement, the cap, ordering, ...) cannot be declared away"
+            ));
+            continue;
+        }
+        let hint = crate::vocabulary::nearest(c, capabilities.keys().map(String::as_str))
+            .map(|n| format!(" (did you mean '{n}'?)"))
+            .unwrap_or_default();
+        problems.push(format!("capability '{c}' is not in the vocabulary{hint}"));
+    }
+    for code in hello.codes.keys() {
+        if !reference::Code::ALL.iter().any(|k| k.as_str() == code) {
+            problems.push(format!("codes: '{code}' is not one of the suite's diagnostic codes"));
+        }
+    }
+    if hello.profiles.is_empty() {
+        problems.push("it declares no profile".into());
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("hello from '{}' is not valid: {}", hello.name, problems.join("; ")))
     }
 }

@@ -7,6 +7,7 @@
 pub mod adapter;
 pub mod compare;
 pub mod coverage;
+pub mod driver;
 pub mod explain;
 pub mod fuzzing;
 pub mod implementation;
@@ -17,5 +18,8 @@ pub mod run;
 pub mod scenario;
 pub mod suite;
 pub mod tree;
+pub mod vocabulary;
+pub mod wire;
 
-pub use implementation::{Hello, ImplError, Implementation, InProcess};
+pub use implementation::{ImplError, Implementation, InProcess};
+pub use wire::Hello;

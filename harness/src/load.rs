@@ -6,10 +6,8 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::scenario::{Action, Platform, Scenario, TreeValue};
-
-/// The built-in feature vocabulary (spec-cases/features.yaml).
-const FEATURES_YAML: &str = include_str!("../../spec-cases/features.yaml");
+use crate::scenario::{Action, Basis, BasisSpec, Platform, Scenario, TreeValue};
+use crate::vocabulary;
 
 /// A file that marks a directory as a materialised tree, never searched for cases.
 pub const TREE_MARKER: &str = ".conformance-tree";
@@ -50,14 +48,6 @@ pub fn default_cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("spec-cases")
 }
 
-/// The known feature names.
-pub fn known_features() -> BTreeSet<String> {
-    // The vocabulary is compiled in; a parse failure is caught by the tests that load the corpus.
-    reference::yaml::from_str::<BTreeMap<String, String>>(FEATURES_YAML)
-        .map(|m| m.into_keys().collect())
-        .unwrap_or_default()
-}
-
 fn collect(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
     let entries = match fs::read_dir(dir) {
         Ok(rd) => rd,
@@ -79,7 +69,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
                 collect(&path, out, errors);
             }
         } else if path.extension().is_some_and(|e| e == "yaml")
-            && path.file_name().is_some_and(|n| n != "features.yaml")
+            && path.file_name().is_some_and(|n| n != "vocabulary.yaml")
         {
             out.push(path);
         }
@@ -99,10 +89,9 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, Vec<LoadError>> {
     collect(dir, &mut files, &mut errors);
     files.retain(|f| !f.strip_prefix(dir).is_ok_and(|r| r.starts_with("clauses")));
     files.sort();
-    let features = known_features();
     let mut cases = Vec::new();
     for file in files {
-        match load_file(dir, &file, &features) {
+        match load_file(dir, &file) {
             Ok(case) => cases.push(case),
             Err(mut e) => errors.append(&mut e),
         }
@@ -126,11 +115,11 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, Vec<LoadError>> {
 }
 
 /// Loads one file.
-pub fn load_file(dir: &Path, file: &Path, features: &BTreeSet<String>) -> Result<Case, Vec<LoadError>> {
+pub fn load_file(dir: &Path, file: &Path) -> Result<Case, Vec<LoadError>> {
     let err = |line: Option<usize>, message: String| LoadError { file: file.to_path_buf(), line, message };
     let text = fs::read_to_string(file).map_err(|e| vec![err(None, format!("cannot read: {e}"))])?;
-    let scenario = parse(&text, features)
-        .map_err(|problems| problems.into_iter().map(|(line, msg)| err(line, msg)).collect::<Vec<_>>())?;
+    let scenario =
+        parse(&text).map_err(|problems| problems.into_iter().map(|(line, msg)| err(line, msg)).collect::<Vec<_>>())?;
     let name = file
         .strip_prefix(dir)
         .unwrap_or(file)
@@ -141,9 +130,9 @@ pub fn load_file(dir: &Path, file: &Path, features: &BTreeSet<String>) -> Result
 }
 
 /// Parses and validates one scenario's text: the located problems, or the scenario.
-pub fn parse(text: &str, features: &BTreeSet<String>) -> Result<Scenario, Vec<(Option<usize>, String)>> {
+pub fn parse(text: &str) -> Result<Scenario, Vec<(Option<usize>, String)>> {
     let scenario: Scenario = reference::yaml::from_str(text).map_err(|e| vec![(e.line, e.message)])?;
-    let problems = validate(&scenario, features);
+    let problems = validate(&scenario);
     if problems.is_empty() {
         Ok(scenario)
     } else {
@@ -152,17 +141,14 @@ pub fn parse(text: &str, features: &BTreeSet<String>) -> Result<Scenario, Vec<(O
 }
 
 /// Checks what serde cannot: returns (text to locate the line by, message) pairs.
-fn validate(s: &Scenario, features: &BTreeSet<String>) -> Vec<(Option<String>, String)> {
+fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     let mut out: Vec<(Option<String>, String)> = Vec::new();
     let mut bad = |needle: &str, msg: String| out.push((Some(needle.to_string()), msg));
     if s.id.trim().is_empty() || s.id.contains(char::is_whitespace) {
         bad("id:", format!("id: '{}' must be non-empty with no spaces", s.id));
     }
-    if !reference::driver::PROFILES.contains(&s.profile.as_str()) {
-        bad(
-            "profile:",
-            format!("profile: '{}' is not a profile (known: {})", s.profile, reference::driver::PROFILES.join(", ")),
-        );
+    if !PROFILES.contains(&s.profile.as_str()) {
+        bad("profile:", format!("profile: '{}' is not a profile (known: {})", s.profile, PROFILES.join(", ")));
     }
     if s.profile == "section" && s.platform != Platform::Posix {
         bad("platform:", "platform: the section profile runs on posix trees only".into());
@@ -191,11 +177,8 @@ fn validate(s: &Scenario, features: &BTreeSet<String>) -> Vec<(Option<String>, S
             bad("spec:", "spec: each entry needs seed, heading and quote, or a decision".into());
         }
     }
-    for f in &s.features {
-        if !features.contains(f) {
-            bad(f, format!("features: '{f}' is not in features.yaml"));
-        }
-    }
+    validate_vocabulary(s, &mut bad);
+    validate_basis(s, &mut bad);
     match s.steps.first().map(|st| &st.action) {
         Some(Action::Start) => {}
         _ => bad("steps:", "steps: the first step must be start".into()),
@@ -213,9 +196,6 @@ fn validate(s: &Scenario, features: &BTreeSet<String>) -> Vec<(Option<String>, S
     if s.platform != Platform::Managed && s.steps.iter().any(|st| matches!(st.action, Action::Environment(_))) {
         bad("environment:", "steps: environment applies to managed cases only".into());
     }
-    if s.placement.is_some() && !s.features.iter().any(|f| f == "root_placement") {
-        bad("placement:", "placement: needs the feature root_placement".into());
-    }
     if host && s.root.is_some() {
         bad("root:", "root: a posix case's root is the directory the harness makes".into());
     }
@@ -232,7 +212,30 @@ fn validate(s: &Scenario, features: &BTreeSet<String>) -> Vec<(Option<String>, S
         }
     }
     for st in &s.steps {
+        if let Action::Touch(t) = &st.action {
+            if s.profile != "section" && (t.tool.is_some() || t.outcome.is_some()) && t.file_access.is_none() {
+                bad(
+                    "touch:",
+                    format!(
+                        "steps: touch '{}' names a tool or an outcome, so it must state file_access (the harness \
+                         derives nothing from a tool's name)",
+                        t.path
+                    ),
+                );
+            }
+            if s.profile == "section" && st.expect.is_some() {
+                bad(
+                    "touch:",
+                    "steps: a section touch observes nothing (the section sees the call with the next round: \
+                     expect it at the next next_request)"
+                        .into(),
+                );
+            }
+        }
         if let Some(e) = &st.expect {
+            if s.profile != "root-file" && e.startup.iter().flatten().any(|f| f.continued.is_some()) {
+                bad("continued:", "expect.startup: continued belongs to the root-file profile".into());
+            }
             for d in &e.diagnostics {
                 if !reference::Code::ALL.iter().any(|c| c.as_str() == d.code) {
                     bad(&d.code, format!("expect.diagnostics: '{}' is not a diagnostic code", d.code));
@@ -243,17 +246,311 @@ fn validate(s: &Scenario, features: &BTreeSet<String>) -> Vec<(Option<String>, S
     out
 }
 
+/// The profiles a case may name.
+pub const PROFILES: &[&str] = &["modules", "section", "root-file"];
+
+/// The instruction file names of the modules profile, compared case-insensitively here so that a
+/// Windows tree's `agents.md` counts too (seed 000, "Format and discovery").
+const INSTRUCTION_NAMES: &[&str] = &["agents.override.md", "agents.md", "claude.md"];
+
+/// The capabilities a case uses, derived from its platform, tree, options and steps: what a case
+/// must list in `capabilities`, no more and no less.
+pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
+    let mut out = BTreeSet::new();
+    let has = |f: fn(&Action) -> bool| s.steps.iter().any(|st| f(&st.action));
+    if has(|a| matches!(a, Action::Restart)) {
+        out.insert("restart");
+    }
+    match s.profile.as_str() {
+        "modules" => {
+            let norm = |p: &str| {
+                let p = p.replace('\\', "/");
+                if s.platform == Platform::Windows {
+                    p.to_lowercase()
+                } else {
+                    p
+                }
+            };
+            let mut paths: Vec<String> = s.tree.keys().map(|p| norm(p)).collect();
+            // Files reached only through a link count where the link puts them.
+            paths.extend(through_links(s).iter().map(|p| norm(p)));
+            for st in &s.steps {
+                match &st.action {
+                    Action::Write(w) => paths.push(norm(&w.path)),
+                    Action::Rename(r) => paths.push(norm(&r.to)),
+                    _ => {}
+                }
+            }
+            if paths.iter().any(|p| p == ".elowen/rules" || p.starts_with(".elowen/rules/")) {
+                out.insert("rule_modules");
+            }
+            let roots: BTreeSet<String> = match &s.placement {
+                None => [".".to_string()].into(),
+                Some(pl) => {
+                    let mut r: BTreeSet<String> = pl.projects.iter().cloned().collect();
+                    r.extend(pl.bound.clone());
+                    r.insert(pl.cwd.clone());
+                    r.insert(".".into());
+                    r
+                }
+            };
+            let nested = paths.iter().any(|p| {
+                let (folder, name) = p.rsplit_once('/').unwrap_or((".", p));
+                INSTRUCTION_NAMES.contains(&name.to_lowercase().as_str())
+                    && !folder.starts_with("..")
+                    && !roots.contains(folder)
+            });
+            if nested && has(|a| matches!(a, Action::Touch(_))) {
+                out.insert("nested_files");
+            }
+            for (name, used) in [
+                ("fork", has(|a| matches!(a, Action::Fork))),
+                ("compaction", has(|a| matches!(a, Action::Compact))),
+                ("cold_clear", has(|a| matches!(a, Action::ColdClear))),
+                ("append_failure", has(|a| matches!(a, Action::FailNextAppend))),
+                ("windows_targets", s.platform == Platform::Windows),
+                ("managed", s.platform == Platform::Managed),
+                ("root_placement", s.placement.is_some()),
+            ] {
+                if used {
+                    out.insert(name);
+                }
+            }
+        }
+        "section" => {
+            if has(|a| matches!(a, Action::Touch(_))) {
+                out.insert("subtrees");
+            }
+            let scoped = s.steps.iter().any(|st| match &st.action {
+                Action::Touch(t) => t.scope.is_some(),
+                Action::NextRequest(scope) => scope.is_some(),
+                _ => false,
+            });
+            if scoped {
+                out.insert("scopes");
+            }
+            if let Some(o) = &s.options {
+                for (name, set) in [
+                    ("global_file", o.global_file.is_some()),
+                    ("per_directory", o.per_directory.is_some()),
+                    ("file_names", o.file_names.is_some()),
+                    ("root_markers", o.project_root_markers.is_some()),
+                    ("nested_option", o.nested.is_some()),
+                    ("max_bytes", o.max_bytes.is_some()),
+                    ("max_file_bytes", o.max_file_bytes.is_some()),
+                    ("max_nested_dirs", o.max_nested_dirs.is_some()),
+                    ("max_tracked_scopes", o.max_tracked_scopes.is_some()),
+                    ("intro", o.intro.is_some()),
+                    ("retraction_text", o.retraction_text.is_some()),
+                ] {
+                    if set {
+                        out.insert(name);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Lexically joins `rel` (with `..`) onto `base`, both relative to the project directory, where
+/// `..` may step beside it.
+fn join_lexical(base: &str, rel: &str) -> String {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    for seg in rel.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.join("/")
+}
+
+/// The paths a case's links make of its other entries: for a link `L` whose target is the tree
+/// path `T` (relative, or `{project}/…`, `{sandbox}/…`), every entry `T/x` also stands at `L/x`.
+fn through_links(s: &Scenario) -> Vec<String> {
+    let mut out = Vec::new();
+    for (link, value) in &s.tree {
+        let TreeValue::Symlink(target) = value else { continue };
+        let target = if let Some(rest) = target.strip_prefix("{project}") {
+            join_lexical("", rest)
+        } else if let Some(rest) = target.strip_prefix("{sandbox}") {
+            join_lexical("..", rest)
+        } else if target.starts_with('/') {
+            continue;
+        } else {
+            let folder = link.rsplit_once('/').map_or("", |(f, _)| f);
+            join_lexical(folder, target)
+        };
+        for path in s.tree.keys() {
+            if let Some(rest) = path.strip_prefix(&format!("{target}/")) {
+                out.push(format!("{link}/{rest}"));
+            } else if *path == target {
+                out.push(link.clone());
+            }
+        }
+    }
+    out
+}
+
+fn validate_vocabulary(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    for c in &s.capabilities {
+        if !vocabulary::is_capability(c) {
+            let hint =
+                if vocabulary::is_rule(c) { " (it is a rule: list it under rules)".to_string() } else { String::new() };
+            bad(c, format!("capabilities: '{c}' is not a capability in vocabulary.yaml{hint}"));
+        }
+    }
+    for r in &s.rules {
+        if !vocabulary::is_rule(r) {
+            let hint = if vocabulary::is_capability(r) {
+                " (it is a capability: list it under capabilities)".to_string()
+            } else {
+                String::new()
+            };
+            bad(r, format!("rules: '{r}' is not a rule in vocabulary.yaml{hint}"));
+        }
+    }
+    if s.rules.is_empty() {
+        bad("rules:", "rules: name at least one rule the case tests".into());
+    }
+    let used = used_capabilities(s);
+    let listed: BTreeSet<&str> = s.capabilities.iter().map(String::as_str).collect();
+    for missing in used.difference(&listed) {
+        bad("capabilities:", format!("capabilities: the case uses '{missing}' but does not list it"));
+    }
+    for extra in listed.difference(&used).filter(|c| vocabulary::is_capability(c)) {
+        bad(
+            "capabilities:",
+            format!("capabilities: the case lists '{extra}' but its tree, options and steps do not use it"),
+        );
+    }
+}
+
+fn validate_basis(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let cites_quote = s.spec.iter().any(|r| r.seed.is_some() && r.quote.is_some());
+    let decisions: BTreeSet<&str> = s.spec.iter().filter_map(|r| r.decision.as_deref()).collect();
+    let check = |b: &Basis, bad: &mut dyn FnMut(&str, String)| match b {
+        Basis::Seed if !cites_quote => {
+            bad("basis:", "basis: 'seed' needs a quoted seed sentence in spec".into());
+        }
+        Basis::Decision(id) if !decisions.contains(id.as_str()) => {
+            bad(id, format!("basis: '{id}' is not a decision the case cites in spec"));
+        }
+        _ => {}
+    };
+    if let Some(b) = &s.basis {
+        check(b, bad);
+    }
+    for st in &s.steps {
+        let Some(e) = &st.expect else { continue };
+        match &e.basis {
+            Some(BasisSpec::All(b)) => check(b, bad),
+            Some(BasisSpec::Each(m)) => {
+                for b in m.values() {
+                    check(b, bad);
+                }
+            }
+            None => {}
+        }
+        let all_stated = match &e.basis {
+            Some(BasisSpec::All(_)) => true,
+            Some(BasisSpec::Each(m)) => crate::scenario::EXPECTATIONS.iter().all(|x| m.contains_key(*x)),
+            None => false,
+        };
+        if !all_stated && s.case_basis().is_none() {
+            bad(
+                "spec:",
+                "basis: the case cites both seed sentences and decisions, so it must state what its \
+                 expectations rest on (basis: seed, or a decision id, for the case or per step)"
+                    .into(),
+            );
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The vocabulary parses and names every feature the reference implements: a vocabulary
-    /// that failed to parse would otherwise make every case's features unknown.
     #[test]
-    fn vocabulary_holds_every_reference_feature() {
-        let known = known_features();
-        for f in reference::driver::FEATURES {
-            assert!(known.contains(*f), "{f} is missing from features.yaml");
-        }
+    fn a_case_using_rule_module_files_must_need_rule_modules() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [globs]\n\
+                    tree:\n  .elowen/rules/a.md: \"a\"\nsteps:\n  - start:\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("uses 'rule_modules'")), "{problems:?}");
+    }
+
+    /// Each capability is derived from what the case uses, and from nothing else.
+    #[rstest::rstest]
+    #[case::rule_modules("modules", "posix", "tree: {.elowen/rules/a.md: x}\n", "", &["rule_modules"])]
+    #[case::rule_modules_by_write("modules", "posix", "", "  - write: {path: .elowen/rules/a.md, text: x}\n", &["rule_modules"])]
+    #[case::nested_needs_a_touch("modules", "posix", "tree: {src/AGENTS.md: x}\n", "", &[])]
+    #[case::nested_files("modules", "posix", "tree: {src/AGENTS.md: x}\n", "  - touch: {path: src/a.ts}\n", &["nested_files"])]
+    #[case::nested_any_case("modules", "posix", "tree: {src/claude.MD: x}\n", "  - touch: {path: src/a.ts}\n", &["nested_files"])]
+    #[case::root_file_is_no_capability("modules", "posix", "tree: {AGENTS.md: x}\n", "  - touch: {path: a.ts}\n", &[])]
+    #[case::through_a_link("modules", "posix", "tree: {../o/AGENTS.md: x, vendor: {symlink: ../o}}\n", "  - touch: {path: vendor/a}\n", &["nested_files"])]
+    #[case::restart("root-file", "posix", "", "  - restart:\n", &["restart"])]
+    #[case::fork("modules", "posix", "", "  - fork:\n", &["fork"])]
+    #[case::compaction("modules", "posix", "", "  - compact:\n", &["compaction"])]
+    #[case::cold_clear("modules", "posix", "", "  - cold_clear:\n", &["cold_clear"])]
+    #[case::append_failure("modules", "posix", "", "  - fail_next_append:\n", &["append_failure"])]
+    #[case::windows("modules", "windows", "", "", &["windows_targets"])]
+    #[case::managed("modules", "managed", "", "", &["managed"])]
+    #[case::subtrees("section", "posix", "", "  - touch: {path: a/b.ts}\n", &["subtrees"])]
+    #[case::scopes("section", "posix", "", "  - next_request: {scope: c}\n", &["scopes"])]
+    #[case::option("section", "posix", "options: {max_bytes: 10, intro: x, cwd: a}\n", "", &["max_bytes", "intro"])]
+    fn capabilities_are_derived(
+        #[case] profile: &str,
+        #[case] platform: &str,
+        #[case] extra: &str,
+        #[case] steps: &str,
+        #[case] want: &[&str],
+    ) {
+        let text = format!(
+            "id: x\ntitle: t\nspec: [{{decision: D-X}}]\nprofile: {profile}\nplatform: {platform}\nrules: [globs]\n\
+             {extra}steps:\n  - start:\n{steps}"
+        );
+        let s: Scenario = reference::yaml::from_str(&text).unwrap();
+        let got: Vec<&str> = used_capabilities(&s).into_iter().collect();
+        let mut want = want.to_vec();
+        want.sort_unstable();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_case_listing_an_unused_capability_is_refused() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [globs]\n\
+                    capabilities: [fork]\nsteps:\n  - start:\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("lists 'fork'")), "{problems:?}");
+    }
+
+    #[test]
+    fn a_mixed_case_must_state_its_basis() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}, {seed: '000', heading: h, quote: q}]\n\
+                    profile: modules\nplatform: posix\nrules: [globs]\nsteps:\n  - start:\n    expect: {}\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("must state what its expectations rest on")), "{problems:?}");
+        assert!(parse(&text.replace("rules: [globs]", "rules: [globs]\nbasis: D-X")).is_ok());
+        assert!(parse(&text.replace("rules: [globs]", "rules: [globs]\nbasis: D-Y")).is_err());
+    }
+
+    #[test]
+    fn a_touch_naming_a_tool_must_state_file_access() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [triggers]\n\
+                    steps:\n  - start:\n  - touch: {path: a, tool: bash}\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("must state file_access")), "{problems:?}");
+        assert!(parse(&text.replace("tool: bash", "tool: bash, file_access: false")).is_ok());
     }
 }

@@ -11,6 +11,7 @@ use harness::implementation::{Implementation, InProcess};
 use harness::load::{default_cases_dir, load_dir, Case};
 use harness::manifest::Manifest;
 use harness::report::{self, Summary};
+use harness::run::{Level, Status};
 use harness::suite::{parse_shard, run_all, Factory, Selection};
 
 #[derive(Parser)]
@@ -91,6 +92,11 @@ struct RunArgs {
     /// Parallel jobs, each with its own implementation instance. The default is 1.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Which expectations gate: `all` (the default) or `seed`, only those a seed sentence
+    /// requires (a case that differs only from the suite's decisions then passes, its
+    /// differences kept in the report).
+    #[arg(long, value_enum, default_value = "all")]
+    level: LevelArg,
     /// Run shard K of N (`--shard 2/4`).
     #[arg(long)]
     shard: Option<String>,
@@ -102,6 +108,12 @@ struct RunArgs {
     max_restarts: u32,
     #[command(flatten)]
     cases: CasesArg,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum LevelArg {
+    All,
+    Seed,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -176,9 +188,24 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
         return Err("no case matches the selection".into());
     }
     let factory = factory(args)?;
-    let (hello, results) = run_all(&selected, factory.as_ref(), args.jobs, &manifest, true)?;
+    let level = match args.level {
+        LevelArg::All => Level::All,
+        LevelArg::Seed => Level::Seed,
+    };
+    let (hello, results) = run_all(&selected, factory.as_ref(), args.jobs, &manifest, level, true)?;
     if let Some(r) = results.iter().find(|r| r.fatal) {
         return Err(format!("the run ended early: {}", r.reason.clone().unwrap_or_default()));
+    }
+    let executed = results.iter().filter(|r| !matches!(r.status, Status::Unsupported | Status::Skip)).count();
+    if executed == 0 {
+        return Err(format!(
+            "no case executed: all {} selected cases were unsupported or skipped (hello from '{}' declares \
+             profiles [{}] and capabilities [{}]); a run that runs nothing cannot pass",
+            results.len(),
+            hello.name,
+            hello.profiles.join(", "),
+            hello.capabilities.join(", ")
+        ));
     }
     Ok((hello, results, manifest))
 }
@@ -187,6 +214,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let (hello, mut results, manifest) = execute(args)?;
     let unexpected: Vec<String> =
         results.iter_mut().filter_map(|r| (!manifest.apply(r)).then(|| r.id.clone())).collect();
+    let dropped = manifest.dropped_support(&hello);
     let summary = Summary::new(&results, unexpected);
     use std::io::IsTerminal;
     let terminal =
@@ -203,7 +231,14 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     if args.format != Format::Human {
         eprint!("{human}");
     }
-    if summary.unexpected.is_empty() {
+    if !dropped.is_empty() {
+        eprintln!(
+            "conformance: the implementation declares less than when its manifest was written: {} no longer \
+             declared (cases needing them are now UNSUPPORTED, not run)",
+            dropped.join(", ")
+        );
+    }
+    if summary.unexpected.is_empty() && dropped.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(path) = &args.expectations {
@@ -219,7 +254,7 @@ fn main() -> ExitCode {
         Command::List(c) => load(&c).map(|cases| {
             for case in cases {
                 let s = &case.scenario;
-                println!("{:<14} {:<60} [{}] {}", s.id, case.name, s.features.join(","), s.title);
+                println!("{:<14} {:<60} [{}] {}", s.id, case.name, s.capabilities.join(","), s.title);
             }
             ExitCode::SUCCESS
         }),
@@ -245,8 +280,8 @@ fn main() -> ExitCode {
             print!("{}", harness::coverage::report(&cov));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
-        Command::Expectations { write, run } => execute(&run).and_then(|(_, results, _)| {
-            let m = Manifest::from_results(&results);
+        Command::Expectations { write, run } => execute(&run).and_then(|(hello, results, _)| {
+            let m = Manifest::from_results(&hello, &results);
             std::fs::write(&write, m.to_yaml()).map_err(|e| format!("{}: {e}", write.display()))?;
             eprintln!("wrote {} entries to {}", m.entries.len(), write.display());
             Ok(ExitCode::SUCCESS)

@@ -2,12 +2,21 @@
 //! why. It is strict: an entry for an unknown id is a manifest error, and a case whose status
 //! differs from its entry — an XPASS above all — is an unexpected result.
 //!
+//! It also records the `hello` it was written against: a later run whose implementation declares
+//! less (a profile or capability dropped) is reported, since dropping a capability would otherwise
+//! turn failing cases into UNSUPPORTED ones without anyone noticing.
+//!
 //! ```yaml
 //! # conformance expectations for my-loader
-//! m-fm-003:
-//!   status: FAIL
-//!   reason: tab-only frontmatter lines are rejected by our YAML parser
-//!   link: https://example.invalid/issues/12
+//! hello:
+//!   name: my-loader
+//!   profiles: [modules]
+//!   capabilities: [nested_files, rule_modules]
+//! expectations:
+//!   m-fm-003:
+//!     status: FAIL
+//!     reason: tab-only frontmatter lines are rejected by our YAML parser
+//!     link: https://example.invalid/issues/12
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,11 +39,41 @@ pub struct Entry {
     pub link: Option<String>,
 }
 
-/// A manifest: case id → entry.
+/// What the manifest's implementation declared when it was written.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredSupport {
+    /// Its name.
+    #[serde(default)]
+    pub name: String,
+    /// Its profiles.
+    #[serde(default)]
+    pub profiles: Vec<String>,
+    /// Its capabilities.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+}
+
+impl DeclaredSupport {
+    /// What `hello` declares.
+    pub fn of(hello: &crate::Hello) -> DeclaredSupport {
+        DeclaredSupport {
+            name: hello.name.clone(),
+            profiles: hello.profiles.clone(),
+            capabilities: hello.capabilities.clone(),
+        }
+    }
+}
+
+/// A manifest: the hello it was written against, and case id → entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
+    /// What the implementation declared when the manifest was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hello: Option<DeclaredSupport>,
     /// Entries by id.
+    #[serde(default, rename = "expectations")]
     pub entries: BTreeMap<String, Entry>,
 }
 
@@ -59,6 +98,15 @@ impl Manifest {
             }
         }
         Ok(m)
+    }
+
+    /// What the manifest's hello declared that `hello` no longer does.
+    pub fn dropped_support(&self, hello: &crate::Hello) -> Vec<String> {
+        let Some(was) = &self.hello else { return Vec::new() };
+        let profiles = was.profiles.iter().filter(|p| !hello.profiles.contains(p)).map(|p| format!("profile '{p}'"));
+        let caps =
+            was.capabilities.iter().filter(|c| !hello.capabilities.contains(c)).map(|c| format!("capability '{c}'"));
+        profiles.chain(caps).collect()
     }
 
     /// Ids the manifest names that the corpus does not hold.
@@ -97,8 +145,8 @@ impl Manifest {
         }
     }
 
-    /// A manifest that expects exactly these results.
-    pub fn from_results(results: &[CaseResult]) -> Manifest {
+    /// A manifest that expects exactly these results of the implementation that said `hello`.
+    pub fn from_results(hello: &crate::Hello, results: &[CaseResult]) -> Manifest {
         let entries = results
             .iter()
             .filter(|r| !matches!(r.status, Status::Pass | Status::Unsupported | Status::Xpass))
@@ -107,12 +155,35 @@ impl Manifest {
                 (r.id.clone(), Entry { status, reason: r.reason.clone().unwrap_or_default(), link: None })
             })
             .collect();
-        Manifest { entries }
+        Manifest { hello: Some(DeclaredSupport::of(hello)), entries }
     }
 
     /// The manifest as YAML.
     pub fn to_yaml(&self) -> String {
         let body = reference::yaml::to_string(self).unwrap_or_default();
         format!("# conformance expectations manifest: case id -> expected status, reason, link\n{body}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_declaring_less_than_its_manifest_is_reported() {
+        let mut hello = crate::driver::reference_hello();
+        let manifest = Manifest::from_results(&hello, &[]);
+        assert!(manifest.dropped_support(&hello).is_empty());
+        hello.capabilities.retain(|c| c != "rule_modules");
+        hello.profiles.retain(|p| p != "section");
+        assert_eq!(manifest.dropped_support(&hello), vec!["profile 'section'", "capability 'rule_modules'"]);
+    }
+
+    #[test]
+    fn the_manifest_round_trips_with_its_hello() {
+        let hello = crate::driver::reference_hello();
+        let m = Manifest::from_results(&hello, &[]);
+        let back: Manifest = reference::yaml::from_str(&m.to_yaml()).unwrap();
+        assert_eq!(back, m);
     }
 }

@@ -8,9 +8,12 @@ use crate::run::{CaseResult, Status};
 /// with expected and actual side by side.
 pub fn case_detail(r: &CaseResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} {} [{}]", r.status.as_str(), r.name, r.id);
+    let _ = writeln!(out, "{} {} [{}]{}", r.status.as_str(), r.name, r.id, basis_label(r));
     if let Some(reason) = &r.reason {
         let _ = writeln!(out, "  {reason}");
+    }
+    for d in &r.decision_differences {
+        let _ = writeln!(out, "  (not gated) {d}");
     }
     if r.status == Status::Fail {
         if let Some(step) = r.first_divergence() {
@@ -22,6 +25,15 @@ pub fn case_detail(r: &CaseResult) -> String {
         }
     }
     out
+}
+
+/// `violates the seed` or `differs from decision D-X`, for a failure.
+fn basis_label(r: &CaseResult) -> String {
+    match (r.basis, &r.decision) {
+        (Some("seed"), _) => " — violates the seed".into(),
+        (Some(_), Some(d)) => format!(" — differs from decision {d}"),
+        _ => String::new(),
+    }
 }
 
 fn side_by_side(out: &mut String, expected: &str, actual: &str) {
@@ -116,17 +128,31 @@ pub fn human(results: &[CaseResult], summary: &Summary, colour: bool) -> String 
         let cells = ORDER.map(|s| format!("{:>5}", counts.get(s.as_str()).copied().unwrap_or(0)));
         let _ = writeln!(out, "{area:<28} {}", cells.join(" "));
     }
-    let passed = summary.count(Status::Pass) + summary.count(Status::Xfail);
-    let others = results.len() - passed - summary.unexpected.len();
+    // XFAIL is an expected failure, not a pass; XPASS did pass (and is unexpected).
+    let passed = summary.count(Status::Pass) + summary.count(Status::Xpass);
+    let not_run = summary.count(Status::Skip) + summary.count(Status::Unsupported);
+    let failed = results.len() - passed - not_run;
+    let (seed, decision) = split_by_basis(results);
     let _ = writeln!(
         out,
-        "{} cases: {} unexpected, {} as expected but not passing",
+        "{} cases: {} unexpected; {} not run (unsupported or skipped); of the failures, {} violate the seed and {} \
+         differ only from a decision",
         results.len(),
         summary.unexpected.len(),
-        others
+        not_run,
+        seed,
+        decision
     );
-    let _ = writeln!(out, "{} passed, {} failed", passed, summary.unexpected.len());
+    let _ = writeln!(out, "{passed} passed, {failed} failed");
     out
+}
+
+/// How many failures violate the seed, and how many differ only from a decision.
+fn split_by_basis(results: &[CaseResult]) -> (usize, usize) {
+    let failed = |r: &&CaseResult| matches!(r.status, Status::Fail | Status::Xfail);
+    let seed = results.iter().filter(failed).filter(|r| r.basis == Some("seed")).count();
+    let decision = results.iter().filter(failed).filter(|r| r.basis == Some("decision")).count();
+    (seed, decision)
 }
 
 fn short(s: Status) -> &'static str {
@@ -206,19 +232,33 @@ pub fn markdown(hello: &crate::Hello, results: &[CaseResult], summary: &Summary)
         let cells = ORDER.map(|s| counts.get(s.as_str()).copied().unwrap_or(0).to_string());
         let _ = writeln!(out, "| {area} | {} |", cells.join(" | "));
     }
+    let (seed, decision) = split_by_basis(results);
+    let _ = writeln!(out, "\nOf the failures, {seed} violate the seed and {decision} differ only from a decision.");
     if summary.unexpected.is_empty() {
         let _ = writeln!(out, "\nEvery case is as expected.");
     } else {
-        let _ = writeln!(out, "\n### Unexpected results\n");
-        for r in results.iter().filter(|r| summary.unexpected.contains(&r.id)) {
-            let _ = writeln!(
-                out,
-                "- **{}** `{}` ({}): {}",
-                r.status.as_str(),
-                r.id,
-                r.name,
-                r.reason.clone().unwrap_or_default()
-            );
+        let unexpected: Vec<&CaseResult> = results.iter().filter(|r| summary.unexpected.contains(&r.id)).collect();
+        let groups = [
+            ("Violates the seed", Some("seed")),
+            ("Differs from a decision", Some("decision")),
+            ("Other unexpected results", None),
+        ];
+        for (title, basis) in groups {
+            let members: Vec<&&CaseResult> = unexpected.iter().filter(|r| r.basis == basis).collect();
+            if members.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "\n### {title}\n");
+            for r in members {
+                let _ = writeln!(
+                    out,
+                    "- **{}** `{}` ({}): {}",
+                    r.status.as_str(),
+                    r.id,
+                    r.name,
+                    r.reason.clone().unwrap_or_default()
+                );
+            }
         }
     }
     out

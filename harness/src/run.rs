@@ -3,15 +3,44 @@
 
 use std::time::Instant;
 
-use reference::driver::{CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WirePlacement};
 use serde::Serialize;
 
-use crate::adapter::ScriptStep;
-use crate::compare::{compare, Mismatch};
-use crate::implementation::{Hello, ImplError, Implementation};
+use crate::compare::{compare, Context, Mismatch};
+use crate::implementation::{ImplError, Implementation};
 use crate::load::Case;
-use crate::scenario::{Action, Platform, Scenario};
+use crate::scenario::{Action, Basis, Platform, Scenario};
 use crate::tree::{default_root, display_root, MemModel, Sandbox};
+use crate::wire::{
+    CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WirePlacement,
+};
+
+/// Which expectations gate a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Every expectation, seed-based and decision-based. The default.
+    #[default]
+    All,
+    /// Only the expectations a seed sentence requires: a case that differs only from decisions
+    /// passes, with the differences kept in its record.
+    Seed,
+}
+
+/// What every case of a run shares.
+#[derive(Debug, Clone, Copy)]
+pub struct RunContext<'a> {
+    /// The implementation's hello.
+    pub hello: &'a Hello,
+    /// Which expectations gate.
+    pub level: Level,
+}
+
+impl<'a> RunContext<'a> {
+    /// Every expectation gates ([`Level::All`]).
+    pub fn new(hello: &'a Hello) -> RunContext<'a> {
+        RunContext { hello, level: Level::All }
+    }
+}
 
 /// A case's status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
@@ -82,6 +111,16 @@ pub struct CaseResult {
     pub status: Status,
     /// Why, for anything but PASS.
     pub reason: Option<String>,
+    /// For a FAIL: `seed` when it violates a seed sentence, `decision` when it only differs from a
+    /// decision of this suite. A case that differs from both is a seed violation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basis: Option<&'static str>,
+    /// For a FAIL on a decision, the decision's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// Differences from decisions that did not gate the case (`--level seed`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decision_differences: Vec<String>,
     /// The steps that ran.
     pub steps: Vec<StepResult>,
     /// Wall time in milliseconds.
@@ -130,8 +169,9 @@ pub fn unsupported(hello: &Hello, s: &Scenario) -> Option<String> {
     if !hello.profiles.contains(&s.profile) {
         return Some(format!("profile '{}' is not supported", s.profile));
     }
-    let missing: Vec<&str> = s.features.iter().filter(|f| !hello.features.contains(f)).map(String::as_str).collect();
-    (!missing.is_empty()).then(|| format!("features not supported: {}", missing.join(", ")))
+    let missing: Vec<&str> =
+        s.capabilities.iter().filter(|c| !hello.capabilities.contains(c)).map(String::as_str).collect();
+    (!missing.is_empty()).then(|| format!("needs capabilities it does not declare: {}", missing.join(", ")))
 }
 
 /// Prepared state of a running case.
@@ -140,6 +180,8 @@ struct Running {
     open: OpenCase,
     mem: Option<MemModel>,
     root_display: String,
+    /// Section calls not yet delivered: each reaches the section with its scope's next round.
+    pending: Vec<(Option<String>, ToolCall)>,
 }
 
 fn prepare(s: &Scenario) -> Result<Running, String> {
@@ -186,12 +228,12 @@ fn prepare(s: &Scenario) -> Result<Running, String> {
         resume: false,
         options: section_options(s, &sandbox)?,
     };
-    Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem })
+    Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem, pending: Vec::new() })
 }
 
 /// The section options with `cwd` and `global_file` made absolute (they are written relative to
 /// the project directory).
-fn section_options(s: &Scenario, sandbox: &Sandbox) -> Result<Option<Box<reference::section::SectionOptions>>, String> {
+fn section_options(s: &Scenario, sandbox: &Sandbox) -> Result<Option<Box<SectionOptions>>, String> {
     let Some(mut o) = s.options.clone() else { return Ok(None) };
     let abs = |p: &str| sandbox.resolve(p).map(|d| d.to_string_lossy().into_owned());
     o.cwd = o.cwd.as_deref().map(abs).transpose()?;
@@ -221,7 +263,7 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
     let edit = |r: &mut Running, edit: TreeEdit| -> Result<Option<StepOp>, String> {
         if let (Some(mem), Some(tree)) = (r.mem.as_mut(), r.open.tree.as_mut()) {
             match &edit {
-                TreeEdit::Write { path, hex } => mem.write(path, reference::driver::from_hex(hex)?),
+                TreeEdit::Write { path, hex } => mem.write(path, crate::wire::from_hex(hex)?),
                 TreeEdit::Delete { path } => mem.delete(path),
                 TreeEdit::Rename { from, to } => mem.rename(from, to),
                 TreeEdit::Environment { state } => r.open.environment = Some(state.clone()),
@@ -236,21 +278,34 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
         Action::Start => Some(StepOp::Start),
         Action::Touch(t) => {
             let path = touched(&r.open, &t.path);
-            let args = t.args.clone().unwrap_or_else(|| {
-                let mut m = serde_json::Map::new();
-                m.insert("file_path".into(), serde_json::Value::String(path.clone()));
-                m
-            });
-            Some(StepOp::Touch {
-                tool: t.tool.clone(),
+            let call = ToolCall {
+                tool: t.tool().to_string(),
                 file_access: t.carries_file_access().then(|| path.clone()),
-                path,
-                failed: t.outcome != "ok",
-                args: Some(args),
-                scope: t.scope.clone(),
-            })
+                path: path.clone(),
+                outcome: t.outcome(),
+                args: (r.open.profile == "section").then(|| {
+                    t.args.clone().unwrap_or_else(|| {
+                        let mut m = serde_json::Map::new();
+                        m.insert("file_path".into(), serde_json::Value::String(path.clone()));
+                        m
+                    })
+                }),
+            };
+            if r.open.profile == "section" {
+                // The section sees committed calls only with the next round of their conversation
+                // (seed 002: a callback "the turn loop re-runs before every model round").
+                r.pending.push((t.scope.clone(), call));
+                None
+            } else {
+                Some(StepOp::Touch(call))
+            }
         }
-        Action::NextRequest(scope) => Some(StepOp::NextRequest { scope: scope.clone() }),
+        Action::NextRequest(scope) => {
+            let (mine, others): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut r.pending).into_iter().partition(|(s, _)| s == scope);
+            r.pending = others;
+            Some(StepOp::NextRequest { scope: scope.clone(), calls: mine.into_iter().map(|(_, c)| c).collect() })
+        }
         Action::Compact => Some(StepOp::Compact),
         Action::ColdClear => Some(StepOp::ColdClear),
         Action::FailNextAppend => Some(StepOp::FailNextAppend),
@@ -260,6 +315,9 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
             Some(StepOp::Fork { state_dir: dir })
         }
         Action::Restart => {
+            // A restart mounts the section afresh: calls it never saw are gone with the old
+            // instance (D-SEC-TIME-1).
+            r.pending.clear();
             let mut open = r.open.clone();
             open.resume = true;
             return Ok(Planned::Restart(open));
@@ -269,7 +327,7 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
             if r.mem.is_none() {
                 r.sandbox.put(&w.path, &crate::scenario::TreeValue::File(bytes.clone())).map_err(bad)?;
             }
-            edit(r, TreeEdit::Write { path: w.path.clone(), hex: reference::driver::to_hex(&bytes) }).map_err(bad)?
+            edit(r, TreeEdit::Write { path: w.path.clone(), hex: crate::wire::to_hex(&bytes) }).map_err(bad)?
         }
         Action::Delete(path) => {
             if r.mem.is_none() {
@@ -351,7 +409,8 @@ fn drive_whole(
 }
 
 /// Runs one case. Every case gets a result and every failure its reason.
-pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> CaseResult {
+pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case) -> CaseResult {
+    let hello = ctx.hello;
     let started = Instant::now();
     let s = &case.scenario;
     let mut result = CaseResult {
@@ -361,6 +420,9 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
         area: area(&case.name),
         status: Status::Pass,
         reason: None,
+        basis: None,
+        decision: None,
+        decision_differences: Vec::new(),
         steps: Vec::new(),
         millis: 0,
         fatal: false,
@@ -415,8 +477,10 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
                 break;
             }
         };
+        let sandbox = running.sandbox.dir.to_string_lossy().into_owned();
+        let cmp = Context { scenario: s, hello, root: &running.root_display, sandbox: &sandbox };
         let mut mismatches = match &step.expect {
-            Some(expect) => compare(expect, &obs, &running.root_display, &running.sandbox.dir.to_string_lossy()),
+            Some(expect) => compare(&cmp, expect, &obs),
             None => Vec::new(),
         };
         if !s.canaries.is_empty() {
@@ -425,15 +489,12 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
                 mismatches.push(Mismatch {
                     field: "canary".into(),
                     expected: format!("'{canary}' never observed"),
-                    actual: "observed (a file outside the root was read)".into(),
+                    actual: "observed (text that must never reach any observation did)".into(),
+                    basis: Basis::Seed,
                 });
             }
         }
-        if !mismatches.is_empty() && result.status == Status::Pass {
-            result.status = Status::Fail;
-            let first = mismatches.first().map(|m| m.field.clone()).unwrap_or_default();
-            result.reason = Some(format!("step {index} ({action}): {first} differs"));
-        }
+        record(&mut result, ctx.level, index, &action, &mismatches);
         result.steps.push(StepResult { index, action, observation: obs, mismatches });
     }
     if whole.is_some() {
@@ -445,6 +506,40 @@ pub fn run_case(imp: &mut dyn Implementation, hello: &Hello, case: &Case) -> Cas
     }
     result.millis = started.elapsed().as_millis();
     result
+}
+
+/// Folds one step's mismatches into the result: the first seed violation decides the reason and
+/// the basis, else the first difference from a decision; at `--level seed` a decision difference
+/// is kept but does not fail the case.
+fn record(result: &mut CaseResult, level: Level, index: usize, action: &str, mismatches: &[Mismatch]) {
+    let first_seed = mismatches.iter().find(|m| m.basis == Basis::Seed);
+    let first_decision = mismatches.iter().find(|m| m.basis != Basis::Seed);
+    if let Some(m) = first_seed {
+        if result.basis != Some("seed") {
+            result.status = Status::Fail;
+            result.basis = Some("seed");
+            result.decision = None;
+            result.reason = Some(format!("step {index} ({action}): {} differs (violates the seed)", m.field));
+        }
+    }
+    if let Some(m) = first_decision {
+        let id = m.basis.decision().unwrap_or_default().to_string();
+        match level {
+            Level::Seed => {
+                result.decision_differences.push(format!("step {index} ({action}): {} differs from {id}", m.field))
+            }
+            Level::All if result.basis.is_none() => {
+                result.status = Status::Fail;
+                result.basis = Some("decision");
+                result.reason = Some(format!(
+                    "step {index} ({action}): {} differs from decision {id} (not from the seed)",
+                    m.field
+                ));
+                result.decision = Some(id);
+            }
+            Level::All => {}
+        }
+    }
 }
 
 fn set_error(result: &mut CaseResult, at: &str, e: &ImplError) {

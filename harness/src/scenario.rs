@@ -10,8 +10,8 @@ use std::fmt;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use reference::driver::CasePlatform as Platform;
-pub use reference::driver::WireEnvironment;
+pub use crate::wire::CasePlatform as Platform;
+pub use crate::wire::{Outcome, SectionOptions, WireEnvironment};
 
 /// A managed environment's state: `running`, `stopped`, `pending`, or `{failed: "text"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -63,12 +63,21 @@ pub struct Scenario {
     /// Clause ids from spec-cases/clauses (the coverage gate).
     #[serde(default)]
     pub clauses: Vec<String>,
-    /// The profile: `modules`.
+    /// The profile: `modules`, `section` or `root-file`.
     pub profile: String,
     /// Whose files: posix (a real directory), windows or managed (in memory).
     pub platform: Platform,
-    /// Features from spec-cases/features.yaml; an adapter lacking one reports UNSUPPORTED.
-    pub features: Vec<String>,
+    /// The capabilities the case's tree, options and steps use (spec-cases/vocabulary.yaml); an
+    /// implementation lacking one reports UNSUPPORTED.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// The rules the case tests (spec-cases/vocabulary.yaml), for reading and filtering.
+    pub rules: Vec<String>,
+    /// The basis of every expectation of the case, unless a step says otherwise: `seed`, or the
+    /// id of a decision the case cites. Without it, a case citing only seed sentences rests on
+    /// the seed and a case citing only decisions on its (first) decision.
+    #[serde(default)]
+    pub basis: Option<Basis>,
     /// The root of an in-memory tree. Defaults: `C:\work\repo` (windows), `/workspace` (managed).
     #[serde(default)]
     pub root: Option<String>,
@@ -78,11 +87,10 @@ pub struct Scenario {
     /// Root placement inputs (posix), relative to the project directory.
     #[serde(default)]
     pub placement: Option<PlacementSpec>,
-    /// The section profile's options; `cwd` and `global_file` are relative to the project
-    /// directory (`../x` is beside it).
+    /// The section profile's options the case sets; `cwd` and `global_file` are relative to the
+    /// project directory (`../x` is beside it). An option the case does not set is not sent.
     #[serde(default)]
-    #[schemars(with = "Option<serde_json::Value>")]
-    pub options: Option<reference::section::SectionOptions>,
+    pub options: Option<SectionOptions>,
     /// Files, relative to the project directory; `../x` is beside it, outside the root.
     #[serde(default)]
     pub tree: BTreeMap<String, TreeValue>,
@@ -171,7 +179,7 @@ struct EntrySpec {
 
 fn hex_bytes(s: &str) -> Result<Vec<u8>, String> {
     let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    reference::driver::from_hex(&compact)
+    crate::wire::from_hex(&compact)
 }
 
 impl TryFrom<EntrySpec> for TreeValue {
@@ -236,22 +244,23 @@ impl<'de> Deserialize<'de> for TreeValue {
     }
 }
 
-/// How a touch is reported by the tool.
+/// How a touch is reported by the tool. What the case states reaches the implementation as it
+/// is: the harness derives nothing from the tool's name.
 #[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TouchSpec {
     /// The path the call named, as the tool reports it.
     pub path: String,
     /// The tool. The default is `read`.
-    #[serde(default = "read")]
-    pub tool: String,
-    /// Whether the result carries `details.fileAccess`. The default is true for a successful
-    /// read, write or edit, false for anything else.
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// Whether the result carries `details.fileAccess`. It must be stated whenever `tool` or
+    /// `outcome` is; a plain touch (neither stated) is a successful read that carries it.
     #[serde(default)]
     pub file_access: Option<bool>,
     /// `ok` (the default), `error`, `refused` or `past_eof`.
-    #[serde(default = "ok")]
-    pub outcome: String,
+    #[serde(default)]
+    pub outcome: Option<Outcome>,
     /// The conversation scope (section profile). The default is the unscoped bucket.
     #[serde(default)]
     pub scope: Option<String>,
@@ -261,18 +270,20 @@ pub struct TouchSpec {
     pub args: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-fn read() -> String {
-    "read".into()
-}
-fn ok() -> String {
-    "ok".into()
-}
-
 impl TouchSpec {
-    /// Whether the result carries a file access: explicit, else the files plugin's rule.
+    /// The tool's name as sent.
+    pub fn tool(&self) -> &str {
+        self.tool.as_deref().unwrap_or("read")
+    }
+
+    /// The outcome as sent.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome.unwrap_or(Outcome::Ok)
+    }
+
+    /// Whether the result carries a file access: as stated; a plain touch carries it.
     pub fn carries_file_access(&self) -> bool {
-        self.file_access
-            .unwrap_or_else(|| matches!(self.tool.as_str(), "read" | "write" | "edit") && self.outcome == "ok")
+        self.file_access.unwrap_or(true)
     }
 }
 
@@ -441,6 +452,10 @@ fn unit<'de, A: MapAccess<'de>>(map: &mut A, action: Action) -> Result<Action, A
 #[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
+    /// The basis of this step's expectations: `seed` or a decision id for all of them, or a map
+    /// from expectation (`startup`, `activation`, `rendered`, `section`, `diagnostics`) to basis.
+    #[serde(default)]
+    pub basis: Option<BasisSpec>,
     /// The startup prefix, in order.
     #[serde(default)]
     pub startup: Option<Vec<ExpectFile>>,
@@ -491,6 +506,11 @@ pub struct ExpectFile {
     /// The SHA-256, when the content is not spelled out.
     #[serde(default)]
     pub sha256: Option<String>,
+    /// The file was cut and a last line says it goes on and that fs-read reads the rest (root-file
+    /// profile). That line's wording is the implementation's: it must mention `fs-read`, and
+    /// `content` and `sha256` are compared with it removed.
+    #[serde(default)]
+    pub continued: Option<bool>,
 }
 
 /// An expected module of an activation.
@@ -522,4 +542,130 @@ pub struct ExpectDiagnostic {
     /// The line, when it matters.
     #[serde(default)]
     pub line: Option<u32>,
+}
+
+/// What an expectation rests on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(into = "String")]
+#[schemars(with = "String")]
+pub enum Basis {
+    /// A quoted seed sentence requires it.
+    Seed,
+    /// A written decision (its id) settles what the seeds leave open.
+    Decision(String),
+}
+
+impl Basis {
+    /// `seed` or `decision`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Basis::Seed => "seed",
+            Basis::Decision(_) => "decision",
+        }
+    }
+
+    /// The decision id, for a decision.
+    pub fn decision(&self) -> Option<&str> {
+        match self {
+            Basis::Seed => None,
+            Basis::Decision(id) => Some(id),
+        }
+    }
+}
+
+impl From<Basis> for String {
+    fn from(b: Basis) -> String {
+        match b {
+            Basis::Seed => "seed".into(),
+            Basis::Decision(id) => id,
+        }
+    }
+}
+
+impl fmt::Display for Basis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Basis::Seed => f.write_str("seed"),
+            Basis::Decision(id) => f.write_str(id),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Basis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if s == "seed" {
+            Ok(Basis::Seed)
+        } else if s.starts_with("D-") && s.len() > 2 && !s.contains(char::is_whitespace) {
+            Ok(Basis::Decision(s))
+        } else {
+            Err(de::Error::custom(format!("basis '{s}' is neither 'seed' nor a decision id (D-...)")))
+        }
+    }
+}
+
+/// The expectations whose basis a step may set one by one.
+pub const EXPECTATIONS: &[&str] = &["startup", "activation", "rendered", "section", "diagnostics"];
+
+/// A step's basis: one for all its expectations, or one per expectation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum BasisSpec {
+    /// Every expectation of the step.
+    All(Basis),
+    /// Expectation name → basis; the others take the case's basis.
+    Each(BTreeMap<String, Basis>),
+}
+
+impl<'de> Deserialize<'de> for BasisSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BasisSpec;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("'seed', a decision id, or a map from expectation name to one of those")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<BasisSpec, E> {
+                Basis::deserialize(de::value::StrDeserializer::<E>::new(s)).map(BasisSpec::All)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BasisSpec, A::Error> {
+                let mut out = BTreeMap::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if !EXPECTATIONS.contains(&key.as_str()) {
+                        return Err(de::Error::unknown_field(&key, EXPECTATIONS));
+                    }
+                    let basis: Basis = map.next_value()?;
+                    out.insert(key, basis);
+                }
+                Ok(BasisSpec::Each(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Scenario {
+    /// The case's own basis: stated, else derived from what it cites (only seed sentences: the
+    /// seed; only decisions: the first). `None` when it cites both and states none.
+    pub fn case_basis(&self) -> Option<Basis> {
+        if let Some(b) = &self.basis {
+            return Some(b.clone());
+        }
+        let seeds = self.spec.iter().any(|r| r.seed.is_some());
+        let decisions: Vec<&String> = self.spec.iter().filter_map(|r| r.decision.as_ref()).collect();
+        match (seeds, decisions.first()) {
+            (true, None) => Some(Basis::Seed),
+            (false, Some(d)) => Some(Basis::Decision((*d).clone())),
+            _ => None,
+        }
+    }
+
+    /// The basis of expectation `what` of `expect`.
+    pub fn basis_of(&self, expect: &Expect, what: &str) -> Option<Basis> {
+        match &expect.basis {
+            Some(BasisSpec::All(b)) => Some(b.clone()),
+            Some(BasisSpec::Each(m)) => m.get(what).cloned().or_else(|| self.case_basis()),
+            None => self.case_basis(),
+        }
+    }
 }

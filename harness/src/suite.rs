@@ -5,10 +5,11 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::implementation::{Hello, Implementation};
+use crate::implementation::Implementation;
 use crate::load::Case;
 use crate::manifest::Manifest;
-use crate::run::{run_case, CaseResult, Status};
+use crate::run::{run_case, CaseResult, Level, RunContext, Status};
+use crate::wire::Hello;
 
 /// Which cases to run.
 #[derive(Debug, Clone, Default)]
@@ -58,10 +59,13 @@ pub fn run_all(
     factory: &Factory<'_>,
     jobs: usize,
     manifest: &Manifest,
+    level: Level,
     progress: bool,
 ) -> Result<(Hello, Vec<CaseResult>), String> {
     let mut first = factory()?;
     let hello = first.hello().map_err(|e| format!("hello failed: {e}"))?;
+    crate::implementation::validate_hello(&hello)?;
+    let ctx = RunContext { hello: &hello, level };
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; cases.len()]);
@@ -69,8 +73,7 @@ pub fn run_all(
     let worker = |mut imp: Box<dyn Implementation + Send>| loop {
         let i = next.fetch_add(1, Ordering::SeqCst);
         let Some(case) = cases.get(i) else { break };
-        let result =
-            if manifest.skips(&case.scenario.id) { skipped(case) } else { run_case(imp.as_mut(), &hello, case) };
+        let result = if manifest.skips(&case.scenario.id) { skipped(case) } else { run_case(imp.as_mut(), &ctx, case) };
         let fatal = result.fatal;
         if let Ok(mut r) = results.lock() {
             if let Some(slot) = r.get_mut(i) {
@@ -128,6 +131,9 @@ fn skipped(case: &Case) -> CaseResult {
         area: crate::run::area(&case.name),
         status: Status::Skip,
         reason: Some("skipped by the expectations manifest".into()),
+        basis: None,
+        decision: None,
+        decision_differences: Vec::new(),
         steps: Vec::new(),
         millis: 0,
         fatal: false,

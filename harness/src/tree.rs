@@ -8,7 +8,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
-use reference::driver::{to_hex, WireEntry};
+use crate::wire::{to_hex, WireEntry};
 
 use crate::scenario::{Platform, Scenario, TreeValue};
 

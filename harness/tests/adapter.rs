@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use harness::adapter::{reference_adapter_path, run_one_shot, shell_quote, ProcessAdapter, ScriptStep};
 use harness::implementation::reference_hello;
+use harness::wire::{to_hex, CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WireEntry};
 use harness::{ImplError, Implementation, InProcess};
-use reference::driver::{to_hex, CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WireEntry};
 
 const SHORT: Duration = Duration::from_secs(2);
 const LONG: Duration = Duration::from_secs(60);
@@ -105,7 +105,7 @@ fn too_many_restarts_are_fatal() {
 fn adapter_runs_with_the_fake_home_and_without_xdg_config_home() {
     let home = tempfile::tempdir().unwrap();
     let hello =
-        r#"{"seq":1,"ok":true,"hello":{"name":"%s","version":"%s","language":"sh","profiles":[],"features":[]}}"#;
+        r#"{"seq":1,"ok":true,"hello":{"name":"%s","version":"%s","language":"sh","profiles":[],"capabilities":[]}}"#;
     let command = format!(r#"read l; printf '{hello}\n' "$HOME" "${{XDG_CONFIG_HOME-unset}}"; sleep 30"#);
     std::env::set_var("XDG_CONFIG_HOME", "/nonexistent/xdg");
     let mut imp = adapter(home.path(), &command, 5);
@@ -189,24 +189,23 @@ fn drive(imp: &mut dyn Implementation, open: &OpenCase, steps: &[Option<StepOp>]
 }
 
 fn managed_steps() -> Vec<Option<StepOp>> {
-    let touch = StepOp::Touch {
+    let touch = StepOp::Touch(harness::wire::ToolCall {
         tool: "read".into(),
         path: "src/a.ts".into(),
+        outcome: harness::wire::Outcome::Ok,
         file_access: Some("src/a.ts".into()),
-        failed: false,
         args: None,
-        scope: None,
-    };
+    });
     let edit =
         TreeEdit::Write { path: ".elowen/rules/api.md".into(), hex: to_hex(b"---\npaths: [\"src/**\"]\n---\nv2\n") };
     vec![
         Some(StepOp::Start),
         Some(touch.clone()),
-        Some(StepOp::NextRequest { scope: None }),
+        Some(StepOp::NextRequest { scope: None, calls: Vec::new() }),
         Some(StepOp::EditTree(edit)),
         None,
         Some(touch),
-        Some(StepOp::NextRequest { scope: None }),
+        Some(StepOp::NextRequest { scope: None, calls: Vec::new() }),
     ]
 }
 

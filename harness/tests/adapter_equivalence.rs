@@ -9,7 +9,7 @@ use std::time::Duration;
 use harness::adapter::{reference_adapter_path, ProcessAdapter};
 use harness::implementation::{reference_hello, Implementation, InProcess};
 use harness::load::{default_cases_dir, load_dir};
-use harness::run::run_case;
+use harness::run::{run_case, RunContext};
 
 /// Each case runs in its own `<tmp>/conformance-XXXXXX`; cut that segment out of every string.
 fn redact(mut text: String) -> String {
@@ -32,8 +32,8 @@ fn suite_through_reference_adapter_equals_in_process() {
     assert_eq!(hello, reference_hello());
     let mut differences = Vec::new();
     for case in &cases {
-        let inproc = run_case(&mut InProcess::default(), &reference_hello(), case);
-        let through = run_case(&mut adapter, &hello, case);
+        let inproc = run_case(&mut InProcess::default(), &RunContext::new(&reference_hello()), case);
+        let through = run_case(&mut adapter, &RunContext::new(&hello), case);
         if inproc.status != through.status {
             differences.push(format!(
                 "{}: in-process {:?}, adapter {:?} ({:?})",
@@ -63,7 +63,7 @@ fn suite_through_one_shot_reference_adapter_equals_in_process() {
     let mut differences = Vec::new();
     let mut unsupported = 0;
     for case in &cases {
-        let through = run_case(&mut adapter, &hello, case);
+        let through = run_case(&mut adapter, &RunContext::new(&hello), case);
         if through.status == Status::Unsupported {
             // Only cases that edit a host tree between steps; the live protocol covers them.
             assert!(
@@ -75,7 +75,7 @@ fn suite_through_one_shot_reference_adapter_equals_in_process() {
             unsupported += 1;
             continue;
         }
-        let inproc = run_case(&mut InProcess::default(), &reference_hello(), case);
+        let inproc = run_case(&mut InProcess::default(), &RunContext::new(&reference_hello()), case);
         let a = redact(serde_json::to_string(&(inproc.status, &inproc.steps)).unwrap());
         let b = redact(serde_json::to_string(&(through.status, &through.steps)).unwrap());
         if a != b {

@@ -7,9 +7,9 @@
 use std::process::Command;
 
 fn hello_line() -> String {
-    let features: Vec<String> = reference::driver::FEATURES.iter().map(|f| format!("\"{f}\"")).collect();
+    let features: Vec<String> = harness::vocabulary::capabilities().keys().map(|f| format!("\"{f}\"")).collect();
     format!(
-        r#"{{"seq":1,"ok":true,"hello":{{"name":"broken","version":"0","language":"sh","profiles":["modules"],"features":[{}]}}}}"#,
+        r#"{{"seq":1,"ok":true,"hello":{{"name":"broken","version":"0","language":"sh","profiles":["modules"],"capabilities":[{}]}}}}"#,
         features.join(",")
     )
 }
@@ -55,4 +55,59 @@ fn adapter_without_hello_is_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn a_reply_that_answers_no_request_is_a_crash() {
+    // Two lines for one request: the second is taken for no reply, and the next request says so.
+    let (code, text) = run_with(
+        r#"read l; echo '{"seq":2,"ok":true,"observation":{}}'; echo '{"seq":3,"ok":true,"observation":{}}'; read l; sleep 5"#,
+    );
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("CRASH") && text.contains("no request was waiting"), "{text}");
+}
+
+/// The mutants of `mutant-adapter` wrap reference-adapter, each injecting one bug; the suite must
+/// catch every one (exit 1 or 2), and let the unmutated proxy through (exit 0).
+#[test]
+fn every_injected_bug_fails_the_gate() {
+    let reference = harness::adapter::reference_adapter_path().unwrap();
+    let mutant = env!("CARGO_BIN_EXE_mutant-adapter");
+    let list = Command::new(mutant).arg("--list").output().unwrap();
+    let bugs = String::from_utf8(list.stdout).unwrap();
+    assert!(bugs.lines().count() > 5, "{bugs}");
+    for bug in bugs.lines() {
+        let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
+            .args(["run", "--jobs", "2", "--adapter"])
+            .arg(format!("{mutant} {bug} -- {}", reference.display()))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        let code = out.status.code().unwrap_or(-1);
+        if bug == "none" {
+            assert_eq!(code, 0, "the unmutated proxy must pass:\n{text}");
+        } else {
+            assert!(code == 1 || code == 2, "bug '{bug}' was not caught (exit {code}):\n{text}");
+        }
+    }
+}
+
+#[test]
+fn a_run_that_executes_nothing_fails() {
+    // A hello that declares the modules profile but only a capability no modules case needs
+    // alone still runs the cases needing nothing; a filter selecting only cases it lacks runs none.
+    let (code, text) = {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("adapter.sh");
+        let hello = r#"{"seq":1,"ok":true,"hello":{"name":"bare","version":"0","language":"sh","profiles":["modules"],"capabilities":[]}}"#;
+        std::fs::write(&script, format!("read l\necho '{hello}'\nsleep 5\n")).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
+            .args(["run", "--filter", "modules/lifetime/", "--adapter"])
+            .arg(format!("sh {}", script.display()))
+            .output()
+            .unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("no case executed"), "{text}");
 }

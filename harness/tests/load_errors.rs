@@ -15,7 +15,7 @@ fn errors_for(text: &str) -> Vec<String> {
 }
 
 const HEAD: &str =
-    "id: x-1\ntitle: t\nspec: [{decision: D-FM-1}]\nprofile: modules\nplatform: posix\nfeatures: [frontmatter]\n";
+    "id: x-1\ntitle: t\nspec: [{decision: D-FM-1}]\nprofile: modules\nplatform: posix\nrules: [frontmatter]\n";
 
 #[test]
 fn unknown_key_in_a_touch_names_file_line_and_field() {

@@ -8,11 +8,15 @@ use harness::implementation::{reference_hello, InProcess};
 use harness::load::{default_cases_dir, load_dir};
 use harness::manifest::{Entry, Manifest};
 use harness::report::{self, Summary};
-use harness::run::{run_case, Status};
+use harness::run::{run_case, RunContext, Status};
 
 fn results() -> Vec<harness::run::CaseResult> {
     let cases = load_dir(&default_cases_dir()).unwrap();
-    cases.iter().take(12).map(|c| run_case(&mut InProcess::default(), &reference_hello(), c)).collect()
+    cases
+        .iter()
+        .take(12)
+        .map(|c| run_case(&mut InProcess::default(), &RunContext::new(&reference_hello()), c))
+        .collect()
 }
 
 #[test]

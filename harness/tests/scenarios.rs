@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use harness::implementation::{reference_hello, InProcess};
 use harness::load::{default_cases_dir, load_dir};
 use harness::report::case_detail;
-use harness::run::{run_case, Status};
+use harness::run::{run_case, RunContext, Status};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// Replaces the temporary sandbox path in every string, so snapshots do not depend on it.
@@ -57,8 +57,8 @@ fn main() -> ExitCode {
         .map(|case| {
             let snapshots = snapshots.clone();
             let prefix = prefix.clone();
-            Trial::test(case.name.clone(), move || {
-                let result = run_case(&mut InProcess::default(), &reference_hello(), &case);
+            Trial::test(format!("{} {}", case.scenario.id, case.name), move || {
+                let result = run_case(&mut InProcess::default(), &RunContext::new(&reference_hello()), &case);
                 if result.status != Status::Pass {
                     return Err(Failed::from(case_detail(&result)));
                 }

@@ -8,6 +8,9 @@ use crate::relpath::RelPath;
 /// code").
 pub const CONTEXT_FILE_MAX_BYTES: u64 = 256 * 1024;
 
+/// The root-file profile's cap: 32 KiB (seed 003, "Decision": "capped at 32 KiB"; D-RF-CUT-1).
+pub const ROOT_FILE_CAP: u64 = 32 * 1024;
+
 /// How one profile finds, confines and caps instruction files.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -46,7 +49,7 @@ impl Config {
     pub fn root_file() -> Config {
         Config {
             names: ["AGENTS.md", "agents.md"].map(String::from).to_vec(),
-            file_cap: crate::rootfile::ROOT_FILE_CAP,
+            file_cap: ROOT_FILE_CAP,
             ..Config::modules()
         }
     }

@@ -26,6 +26,10 @@ pub enum Code {
     /// The frontmatter opens with `---` but no closing `---` line follows.
     #[serde(rename = "frontmatter.unterminated")]
     FrontmatterUnterminated,
+    /// The file opens like frontmatter but not well: a `---` line with more on it, `----`, or a
+    /// `---` line after blank lines.
+    #[serde(rename = "frontmatter.malformed_opening")]
+    FrontmatterMalformedOpening,
     /// The frontmatter is not valid YAML (this includes duplicate keys and alias bombs).
     #[serde(rename = "frontmatter.invalid_yaml")]
     FrontmatterInvalidYaml,
@@ -90,6 +94,7 @@ impl Code {
             Code::ContextFileOversized => "brain.context_file_oversized",
             Code::InstructionActivationFailed => "brain.instruction_activation_failed",
             Code::FrontmatterUnterminated => "frontmatter.unterminated",
+            Code::FrontmatterMalformedOpening => "frontmatter.malformed_opening",
             Code::FrontmatterInvalidYaml => "frontmatter.invalid_yaml",
             Code::FrontmatterNotAMapping => "frontmatter.not_a_mapping",
             Code::FrontmatterUnknownKey => "frontmatter.unknown_key",
@@ -117,6 +122,7 @@ impl Code {
         Code::ContextFileOversized,
         Code::InstructionActivationFailed,
         Code::FrontmatterUnterminated,
+        Code::FrontmatterMalformedOpening,
         Code::FrontmatterInvalidYaml,
         Code::FrontmatterNotAMapping,
         Code::FrontmatterUnknownKey,

@@ -5,12 +5,11 @@
 //! makes a changed file visible on the next access"). Partial success is a value: every function
 //! returns what it found and the diagnostics of what it refused.
 
-use sha2::{Digest, Sha256};
-
 use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
 use crate::frontmatter::{self, Kind};
 use crate::glob::{CompiledGlobs, CompiledRules, RulesBuilder};
+use crate::hash::sha256_hex;
 use crate::relpath::{Platform, RelPath};
 use crate::source::{EntryKind, ReadOutcome, Source};
 
@@ -29,19 +28,6 @@ impl Loaded {
     fn new(path: RelPath, content: &str) -> Loaded {
         Loaded { path, sha256: sha256_hex(content.as_bytes()), content: content.to_string() }
     }
-}
-
-/// Lower-case hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        // Every module is hashed on every discovery: no formatting machinery per byte.
-        for nibble in [b >> 4, b & 0xf] {
-            out.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
-        }
-    }
-    out
 }
 
 /// The rule modules of one walk of `.elowen/rules`.

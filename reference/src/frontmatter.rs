@@ -56,9 +56,31 @@ fn is_delimiter(line: &str) -> bool {
     line.strip_suffix('\r').unwrap_or(line).trim_end_matches([' ', '\t']) == "---"
 }
 
+/// A file that looks like it opens frontmatter but does not open it well: its first line that is
+/// not blank starts with `---` and is not a bare delimiter on the first line (`--- # note`,
+/// `----`, or `---` after blank lines). Such a file is refused, never loaded as an unconditional
+/// module whose "frontmatter" the model would read (D-FM-14), because seed 000 wants a malformed
+/// block refused so that it "cannot quietly turn a scoped rule set into a global one".
+fn malformed_opening(text: &str) -> Option<Refusal> {
+    let (index, line) = text.split('\n').enumerate().find(|(_, l)| !l.trim().is_empty())?;
+    if !line.trim_start().starts_with("---") || (index == 0 && is_delimiter(line)) {
+        return None;
+    }
+    let shown = line.strip_suffix('\r').unwrap_or(line);
+    let why = if index > 0 { "after blank lines" } else { "with more than '---' on the line" };
+    Some(Refusal::new(
+        Code::FrontmatterMalformedOpening,
+        index + 1,
+        format!("'{shown}' opens frontmatter {why} (a block opens with a bare '---' on the first line)"),
+    ))
+}
+
 /// Splits `text` (BOM already stripped) into the frontmatter source and the body, when the
 /// file opens a block. `Ok(None)`: no frontmatter.
 fn split(text: &str) -> Result<Option<(&str, &str)>, Refusal> {
+    if let Some(refusal) = malformed_opening(text) {
+        return Err(refusal);
+    }
     let Some(first_end) = text.find('\n') else {
         if is_delimiter(text) {
             return Err(Refusal::new(
@@ -122,16 +144,18 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, Refusal> {
     let Some((yaml, body)) = split(text)? else {
         return Ok(Parsed { kind: Kind::Unconditional, body: text });
     };
-    // A block of blank lines is empty (D-FM-2), whatever the parser thinks of a tab-only line.
-    if yaml.trim().is_empty() {
+    // A block of blank lines or comments only is empty (D-FM-2), whatever the parser thinks of a
+    // tab-only line.
+    if yaml.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
         return Ok(Parsed { kind: Kind::Unconditional, body });
     }
     let value = yaml::parse(yaml).map_err(|e| {
         let line = e.line.map_or(1, |l| l + 1);
         Refusal::new(Code::FrontmatterInvalidYaml, line, format!("frontmatter is not valid yaml: {}", e.message))
     })?;
+    // An explicit null (`~`, `null`) is a document, and not a mapping: only a block with nothing
+    // in it is "an empty one" (D-FM-15).
     let entries = match value {
-        Value::Null => return Ok(Parsed { kind: Kind::Unconditional, body }),
         Value::Map(entries) => entries,
         other => {
             return Err(Refusal::new(
@@ -218,8 +242,7 @@ mod tests {
     #[case("---\r\npaths:\r\n  - \"a/*\"\r\n---\r\nbody\r\n", globs(&["a/*"]), "body\r\n")]
     #[case("--- \npaths: [a]\n---\t\nx", globs(&["a"]), "x")]
     #[case("---\npaths: [a]\n---", globs(&["a"]), "")]
-    #[case("\n---\npaths: [a]\n---\nx", Kind::Unconditional, "\n---\npaths: [a]\n---\nx")]
-    #[case("----\npaths: [a]\n----\nx", Kind::Unconditional, "----\npaths: [a]\n----\nx")]
+    #[case("# t\n---\npaths: [a]\n---\nx", Kind::Unconditional, "# t\n---\npaths: [a]\n---\nx")]
     #[case("---\npaths: &p [a, b]\n---\n", globs(&["a", "b"]), "")]
     #[case("---\npaths: [!!str 1]\n---\n", globs(&["1"]), "")]
     fn accepted(#[case] text: &str, #[case] kind: Kind, #[case] body: &str) {
@@ -228,6 +251,12 @@ mod tests {
     }
 
     #[rstest]
+    #[case("\n---\npaths: [a]\n---\nx", Code::FrontmatterMalformedOpening, 2)]
+    #[case("----\npaths: [a]\n----\nx", Code::FrontmatterMalformedOpening, 1)]
+    #[case("--- # note\npaths: [a]\n---\nx", Code::FrontmatterMalformedOpening, 1)]
+    #[case("  ---\npaths: [a]\n---\nx", Code::FrontmatterMalformedOpening, 1)]
+    #[case("\u{a0}\n---\nx", Code::FrontmatterMalformedOpening, 2)]
+    #[case("---\n~\n---\nx", Code::FrontmatterNotAMapping, 2)]
     #[case("---\npaths: [a]\n", Code::FrontmatterUnterminated, 1)]
     #[case("---", Code::FrontmatterUnterminated, 1)]
     #[case("---\npaths: [a\n---\n", Code::FrontmatterInvalidYaml, 3)]

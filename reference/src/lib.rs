@@ -23,11 +23,12 @@
 mod config;
 mod diag;
 mod discover;
-pub mod driver;
 pub mod frontmatter;
 pub mod glob;
+mod hash;
 mod journal;
 mod placement;
+mod platform;
 mod relpath;
 mod render;
 mod resolver;
@@ -40,12 +41,14 @@ pub mod yaml;
 
 pub use config::{Config, CONTEXT_FILE_MAX_BYTES};
 pub use diag::{Code, Diagnostic, Level};
-pub use discover::{instruction_file, modules, sha256_hex, Loaded, Modules};
+pub use discover::{instruction_file, modules, Loaded, Modules};
+pub use hash::sha256_hex;
 pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE};
 pub use placement::{place_root, Placement};
 pub use relpath::{Platform, RelPath};
 pub use render::{render, Part};
 pub use resolver::{for_paths, nested_folders};
+pub use section::Call;
 pub use session::{ActivatedModule, Activation, RequestOutcome, Session, SessionError, Startup, ToolResult};
 pub use source::{
     Entry, EntryKind, Environment, HostSource, MemSource, MemTree, Node, ReadOutcome, Source, ROOT_LISTING_LIMIT,

@@ -10,8 +10,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::winpath;
-
 /// A `/`-form path relative to the root. Never empty, never starts or ends with `/`, and has no
 /// `.`, `..` or empty segment.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -117,7 +115,7 @@ impl From<RelPath> for String {
 }
 
 /// Whose path rules apply to a root and the paths touched under it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Platform {
     /// `/` separates, names are case-sensitive, a backslash is an ordinary character.
@@ -126,53 +124,6 @@ pub enum Platform {
     /// (seed 000, "Local CLI instruction sources": files are "joined and listed with
     /// path.win32").
     Windows,
-}
-
-impl Platform {
-    /// Answers the `/`-form root-relative path of `path`, or `None` when it is not strictly
-    /// below `root`. A relative `path` is taken relative to `root`. `.` and `..` are normalised
-    /// lexically before containment is decided, so `src/../../x` is outside.
-    ///
-    /// This is `ContextFileSource.within(root, path)` of seed 000, "Local CLI instruction
-    /// sources"; both module discovery and on-demand activation use it.
-    pub fn within(self, root: &str, path: &str) -> Option<RelPath> {
-        match self {
-            Platform::Posix => posix_within(root, path),
-            Platform::Windows => winpath::within(root, path),
-        }
-    }
-
-    /// Whether two names in one directory are the same entry on this platform.
-    pub fn same_name(self, a: &str, b: &str) -> bool {
-        match self {
-            Platform::Posix => a == b,
-            Platform::Windows => winpath::fold(a) == winpath::fold(b),
-        }
-    }
-
-    /// The root in display form with `/` separators, joined with `rel`: the source path the
-    /// rendered envelope names.
-    pub fn display_join(self, root: &str, rel: &RelPath) -> String {
-        let root = match self {
-            Platform::Posix => root.trim_end_matches('/').to_string(),
-            Platform::Windows => winpath::display(root),
-        };
-        format!("{}/{}", root, rel.as_str())
-    }
-}
-
-fn posix_within(root: &str, path: &str) -> Option<RelPath> {
-    if !root.starts_with('/') {
-        return None;
-    }
-    let root_segs = normalise(root.split('/'))?;
-    let joined: Vec<&str> = if path.starts_with('/') {
-        path.split('/').collect()
-    } else {
-        root.split('/').chain(path.split('/')).collect()
-    };
-    let segs = normalise(joined)?;
-    strip_prefix(&root_segs, &segs, |a, b| a == b)
 }
 
 /// Lexical normalisation of absolute segments: drops empty and `.` segments, and lets `..` pop

@@ -14,13 +14,12 @@ use regex::Regex;
 
 use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
-use crate::discover::sha256_hex;
 use crate::frontmatter::strip_bom;
+use crate::hash::sha256_hex;
 use crate::relpath::RelPath;
 use crate::source::{ReadOutcome, Source};
 
-/// The root-file profile's cap: 32 KiB (D-RF-CUT-1).
-pub const ROOT_FILE_CAP: u64 = 32 * 1024;
+pub use crate::config::ROOT_FILE_CAP;
 
 /// The heading of the rendered section (D-RF-RENDER-1).
 pub const HEADING: &str = "# Maintainers' instructions";

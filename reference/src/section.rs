@@ -10,11 +10,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::diag::{Code, Diagnostic};
-use crate::discover::sha256_hex;
 use crate::frontmatter::strip_bom;
+use crate::hash::sha256_hex;
 use crate::relpath::{Platform, RelPath};
 use crate::source::{HostSource, ReadOutcome, Source};
 
@@ -27,8 +25,7 @@ pub const DEFAULT_RETRACTION: &str =
     "The project instructions shown earlier no longer apply: none of their files is in scope now.";
 
 /// `perDirectory`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PerDirectory {
     /// The first present candidate of a folder. The default.
     #[default]
@@ -38,8 +35,7 @@ pub enum PerDirectory {
 }
 
 /// The section's options, each with the seed table's default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SectionOptions {
     /// The session working directory (absolute). The default is the case's root.
     pub cwd: Option<String>,
@@ -88,7 +84,7 @@ impl Default for SectionOptions {
 }
 
 /// What one model round observed of the section.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SectionRound {
     /// The section's text ("" when it has never had a file).
     pub text: String,
@@ -112,6 +108,15 @@ struct Scope {
     had_files: bool,
 }
 
+/// A committed tool call, as the turn loop hands it to the section with the next round.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Call {
+    /// The call failed (errored or was refused): it contributes no path.
+    pub failed: bool,
+    /// The call's arguments; `filePathFromTouch` reads `file_path`, `path` or `filePath`.
+    pub args: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A mounted section: one instance shared by every conversation of a definition.
 #[derive(Debug)]
 pub struct Section {
@@ -120,10 +125,11 @@ pub struct Section {
     /// The working directory relative to the root (`None`: it is the root).
     cwd_rel: Option<RelPath>,
     cwd: PathBuf,
-    unscoped: Scope,
-    scopes: HashMap<String, Scope>,
-    /// Scope keys, least recently used first.
-    lru: Vec<String>,
+    /// Every bucket, the unscoped one (`None`) among them: seed 002 calls it "one unscoped
+    /// bucket", and buckets are bounded by maxTrackedScopes (D-SEC-SCOPE-3).
+    scopes: HashMap<Option<String>, Scope>,
+    /// Bucket keys, least recently used first.
+    lru: Vec<Option<String>>,
 }
 
 /// The project root: the first folder at or above `cwd` that holds a root marker; `cwd` itself
@@ -144,32 +150,40 @@ impl Section {
         let root = project_root(&cwd, &options.project_root_markers);
         let source = Source::Host(HostSource::new(&root).map_err(|e| format!("root '{}': {e}", root.display()))?);
         let cwd_rel = Platform::Posix.within(&root.to_string_lossy(), &cwd.to_string_lossy());
-        Ok(Section {
-            options,
-            source,
-            cwd_rel,
-            cwd,
-            unscoped: Scope::default(),
-            scopes: HashMap::new(),
-            lru: Vec::new(),
-        })
+        Ok(Section { options, source, cwd_rel, cwd, scopes: HashMap::new(), lru: Vec::new() })
     }
 
+    /// The bucket of `key`, marked most recently used; the least recently used bucket beyond
+    /// maxTrackedScopes is dropped whole.
     fn scope(&mut self, key: Option<&str>) -> &mut Scope {
-        let Some(key) = key else { return &mut self.unscoped };
-        self.lru.retain(|k| k != key);
-        self.lru.push(key.to_string());
+        let key = key.map(str::to_string);
+        self.lru.retain(|k| *k != key);
+        self.lru.push(key.clone());
         while self.lru.len() > self.options.max_tracked_scopes.max(1) {
             let evicted = self.lru.remove(0);
             self.scopes.remove(&evicted);
         }
-        self.scopes.entry(key.to_string()).or_default()
+        self.scopes.entry(key).or_default()
+    }
+
+    /// One model round of the conversation `scope`: the tool calls committed in it since its last
+    /// round join the scope, then every folder in scope is re-probed and the section rendered.
+    /// The section sees a call only here, with the round (seed 002: "a callback the turn loop
+    /// re-runs before every model round"), so whatever a call causes is observed at this round.
+    pub fn round(&mut self, scope: Option<&str>, calls: &[Call]) -> (SectionRound, Vec<Diagnostic>) {
+        let mut diags = Vec::new();
+        for call in calls {
+            diags.extend(self.observe(scope, call.failed, &call.args));
+        }
+        let (round, more) = self.resolve(scope);
+        diags.extend(more);
+        (round, diags)
     }
 
     /// A settled tool call. A failed call, or one whose arguments carry a skill id, contributes
     /// nothing; otherwise the path its arguments name (`file_path`, `path`, `filePath`, the first
     /// present) brings the folders between the working directory and the file into scope.
-    pub fn observe(
+    fn observe(
         &mut self,
         scope: Option<&str>,
         failed: bool,
@@ -230,7 +244,7 @@ impl Section {
     }
 
     /// Re-probes every folder in scope before a model round and renders the section.
-    pub fn resolve(&mut self, scope: Option<&str>) -> (SectionRound, Vec<Diagnostic>) {
+    fn resolve(&mut self, scope: Option<&str>) -> (SectionRound, Vec<Diagnostic>) {
         let dirs = self.scope(scope).dirs.clone();
         let mut diags = Vec::new();
         let max_bytes = self.options.max_bytes;
@@ -291,28 +305,7 @@ impl Section {
             }
             None => true,
         });
-        let mut text = self.options.intro.clone();
-        let mut files = Vec::new();
-        let mut omitted = Vec::new();
-        for (header, content) in candidates {
-            let block = content.map(|c| {
-                let mut b = format!("\n\nInstructions from: {header}\n\n{c}");
-                if b.ends_with('\n') {
-                    b.pop();
-                }
-                b
-            });
-            match block {
-                Some(b) if (text.len() + b.len()) as u64 <= max_bytes => {
-                    text.push_str(&b);
-                    files.push(header);
-                }
-                _ => omitted.push(header),
-            }
-        }
-        if !omitted.is_empty() {
-            text.push_str(&format!("\n\nNot included, over the {max_bytes}-byte budget: {}", omitted.join(", ")));
-        }
+        let (text, files, omitted) = fit(&self.options.intro, candidates, max_bytes);
         let retraction = self.options.retraction_text.clone();
         let state = self.scope(scope);
         let text = if files.is_empty() && omitted.is_empty() {
@@ -332,6 +325,77 @@ impl Section {
         }
         (SectionRound { text, rewritten, files, omitted }, diags)
     }
+}
+
+/// Lays out the section under `max_bytes`, which bounds the whole rendered text: the intro, every
+/// admitted block and the closing line (seed 002: "Total UTF-8 ceiling for the rendered section";
+/// D-SEC-BUDGET-4). Files are admitted whole and greedily in order; while the closing line for the
+/// files left out would push the section over the ceiling, the last admitted file joins them.
+/// A file that does not fit is always named, so when even the intro and the closing line exceed
+/// the ceiling, the section is those two.
+fn fit(intro: &str, candidates: Vec<(String, Option<String>)>, max_bytes: u64) -> (String, Vec<String>, Vec<String>) {
+    let blocks: Vec<(String, Option<String>)> = candidates
+        .into_iter()
+        .map(|(header, content)| {
+            let block = content.map(|c| {
+                let mut b = format!("\n\nInstructions from: {header}\n\n{c}");
+                if b.ends_with('\n') {
+                    b.pop();
+                }
+                b
+            });
+            (header, block)
+        })
+        .collect();
+    let mut admitted = vec![false; blocks.len()];
+    let mut used = intro.len() as u64;
+    for (i, (_, block)) in blocks.iter().enumerate() {
+        if let Some(b) = block {
+            if used + b.len() as u64 <= max_bytes {
+                used += b.len() as u64;
+                if let Some(slot) = admitted.get_mut(i) {
+                    *slot = true;
+                }
+            }
+        }
+    }
+    loop {
+        let omitted: Vec<&str> =
+            blocks.iter().zip(&admitted).filter(|(_, a)| !**a).map(|((h, _), _)| h.as_str()).collect();
+        let closing = closing_line(&omitted, max_bytes);
+        if used + closing.len() as u64 <= max_bytes {
+            break;
+        }
+        let Some(last) = admitted.iter().rposition(|a| *a) else { break };
+        if let (Some(slot), Some((_, Some(b)))) = (admitted.get_mut(last), blocks.get(last)) {
+            *slot = false;
+            used -= b.len() as u64;
+        }
+    }
+    let mut text = intro.to_string();
+    let mut files = Vec::new();
+    let mut omitted = Vec::new();
+    for ((header, block), a) in blocks.into_iter().zip(admitted) {
+        match block {
+            Some(b) if a => {
+                text.push_str(&b);
+                files.push(header);
+            }
+            _ => omitted.push(header),
+        }
+    }
+    let names: Vec<&str> = omitted.iter().map(String::as_str).collect();
+    text.push_str(&closing_line(&names, max_bytes));
+    (text, files, omitted)
+}
+
+/// The closing line naming the files that did not fit, with its separator; empty when every file
+/// fits (D-SEC-BUDGET-2).
+fn closing_line(omitted: &[&str], max_bytes: u64) -> String {
+    if omitted.is_empty() {
+        return String::new();
+    }
+    format!("\n\nNot included, over the {max_bytes}-byte budget: {}", omitted.join(", "))
 }
 
 enum GlobalRead {

@@ -1,4 +1,5 @@
-//! `reference-adapter`: the reference behind the adapter protocol (harness/PROTOCOL.md), so that
+//! `reference-adapter`: the reference behind the adapter protocol (harness/PROTOCOL.md), built by
+//! the harness so that the reference library holds no wire types, and so that
 //! the project's own CI exercises the protocol end to end and the suite through this process must
 //! give exactly the in-process results. By default it answers one JSON request per stdin line with
 //! one reply per stdout line; with `--one-shot` it reads a whole case from stdin and prints its
@@ -8,12 +9,10 @@
 use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
-use reference::driver::{hello_fields, Driver, HelloFields, Observation, OpenCase, StepOp};
+use harness::driver::{reference_hello, Driver};
+use harness::wire::{Hello, Observation, OpenCase, StepOp, PROTOCOL_VERSION as PROTOCOL};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// The protocol version this adapter speaks.
-const PROTOCOL: &str = "1";
 
 /// A request; the harness's side of the same shape is `harness::adapter::Request`.
 #[derive(Deserialize)]
@@ -46,7 +45,7 @@ struct Reply {
     seq: Option<u64>,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    hello: Option<HelloFields>,
+    hello: Option<Hello>,
     #[serde(skip_serializing_if = "Option::is_none")]
     observation: Option<Observation>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,7 +138,7 @@ fn run(request: Request, driver: &mut Option<Driver>) -> Result<Reply, String> {
             if protocol != PROTOCOL {
                 return Err(format!("protocol '{protocol}' is not supported (this adapter speaks '{PROTOCOL}')"));
             }
-            Reply { hello: Some(hello_fields()), ..Reply::default() }
+            Reply { hello: Some(reference_hello()), ..Reply::default() }
         }
         Request::Open { open, .. } => {
             // Opening replaces any case still open, even when the new one fails to open.

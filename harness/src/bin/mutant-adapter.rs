@@ -1,0 +1,172 @@
+//! `mutant-adapter`: a proxy that wraps any persistent adapter and injects one known bug into what
+//! passes through, so that the suite can be tested as an outsider would test it: every bug must
+//! fail the gate (`conformance run` exits 1 or 2), and `none` must pass.
+//!
+//! `mutant-adapter --list` prints the bugs, one a line.
+//!
+//! ```sh
+//! conformance run --adapter "mutant-adapter reverse-order -- target/debug/reference-adapter"
+//! ```
+//!
+//! The bugs: `none`; `hello-nothing` (declares no profile and no capability); `hello-misspelt`
+//! (declares `Modules` and `root-file`); `empty-record` (appends an empty record wherever none
+//! is due); `reverse-order` (activated modules in reverse); `flip-supersedes`;
+//! `drop-diagnostic` (the first diagnostic of every step); `crlf` (sent content with CRLF line
+//! ends, hashed as sent); `tool-name-trigger` (triggers on the tool's name instead of
+//! `details.fileAccess`).
+
+use std::io::{self, BufRead, BufReader, Write};
+use std::process::{Command, ExitCode, Stdio};
+
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+const BUGS: &[&str] = &[
+    "none",
+    "hello-nothing",
+    "hello-misspelt",
+    "empty-record",
+    "reverse-order",
+    "flip-supersedes",
+    "drop-diagnostic",
+    "crlf",
+    "tool-name-trigger",
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args == ["--list"] {
+        println!("{}", BUGS.join("\n"));
+        return ExitCode::SUCCESS;
+    }
+    let (bug, command) = match args.as_slice() {
+        [bug, dashes, rest @ ..] if dashes == "--" && !rest.is_empty() && BUGS.contains(&bug.as_str()) => {
+            (bug.clone(), rest.join(" "))
+        }
+        _ => {
+            eprintln!("usage: mutant-adapter BUG -- COMMAND...   (BUG: {})", BUGS.join(", "));
+            return ExitCode::from(2);
+        }
+    };
+    match proxy(&bug, &command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mutant-adapter: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn proxy(bug: &str, command: &str) -> io::Result<()> {
+    let mut child = Command::new("sh").arg("-c").arg(command).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+    let (Some(mut to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(io::Error::other("the wrapped adapter started without its pipes"));
+    };
+    let mut replies = BufReader::new(from_child).lines();
+    let mut out = io::stdout().lock();
+    for line in io::stdin().lock().lines() {
+        let line = line?;
+        let mut request: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        if bug == "tool-name-trigger" {
+            trigger_on_tool_name(&mut request);
+        }
+        writeln!(to_child, "{}", if request.is_null() { line.clone() } else { request.to_string() })?;
+        to_child.flush()?;
+        let Some(reply) = replies.next() else { break };
+        let reply = reply?;
+        let mut value: Value = match serde_json::from_str(&reply) {
+            Ok(v) => v,
+            Err(_) => {
+                writeln!(out, "{reply}")?;
+                out.flush()?;
+                continue;
+            }
+        };
+        mutate(bug, &request, &mut value);
+        writeln!(out, "{value}")?;
+        out.flush()?;
+    }
+    drop(to_child);
+    let _ = child.wait();
+    Ok(())
+}
+
+/// A loader that decides triggering by the tool's name: read, write and edit that succeeded.
+fn trigger_on_tool_name(request: &mut Value) {
+    let Some(step) = request.get_mut("step") else { return };
+    if step.get("op").and_then(Value::as_str) != Some("touch") {
+        return;
+    }
+    let by_name = matches!(step.get("tool").and_then(Value::as_str), Some("read" | "write" | "edit"))
+        && step.get("outcome").and_then(Value::as_str) == Some("ok");
+    let path = step.get("path").cloned().unwrap_or(Value::Null);
+    if let Some(map) = step.as_object_mut() {
+        if by_name {
+            map.insert("file_access".into(), path);
+        } else {
+            map.remove("file_access");
+        }
+    }
+}
+
+fn sha256_hex(s: &str) -> String {
+    Sha256::digest(s.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn mutate(bug: &str, request: &Value, reply: &mut Value) {
+    let is_next_request = request.pointer("/step/op").and_then(Value::as_str) == Some("next_request");
+    if let Some(hello) = reply.get_mut("hello") {
+        match bug {
+            "hello-nothing" => {
+                hello["profiles"] = json!([]);
+                hello["capabilities"] = json!([]);
+            }
+            "hello-misspelt" => {
+                hello["profiles"] = json!(["Modules", "root-file"]);
+                hello["capabilities"] = json!(["rule-modules", "nested_files"]);
+            }
+            _ => {}
+        }
+        return;
+    }
+    let Some(obs) = reply.get_mut("observation") else { return };
+    match bug {
+        "empty-record" if is_next_request && obs.get("activation").is_none() && obs.get("section").is_none() => {
+            obs["activation"] = json!({"modules": [], "rendered": ""});
+        }
+        "reverse-order" => {
+            if let Some(Value::Array(modules)) = obs.pointer_mut("/activation/modules") {
+                modules.reverse();
+            }
+        }
+        "flip-supersedes" => {
+            if let Some(Value::Array(modules)) = obs.pointer_mut("/activation/modules") {
+                for m in modules {
+                    let was = m.get("supersedes").and_then(Value::as_bool).unwrap_or(false);
+                    m["supersedes"] = Value::Bool(!was);
+                }
+            }
+        }
+        "drop-diagnostic" => {
+            if let Some(Value::Array(diags)) = obs.get_mut("diagnostics") {
+                if !diags.is_empty() {
+                    diags.remove(0);
+                }
+            }
+        }
+        "crlf" => {
+            for list in ["/startup", "/activation/modules"] {
+                if let Some(Value::Array(files)) = obs.pointer_mut(list) {
+                    for f in files {
+                        if let Some(content) = f.get("content").and_then(Value::as_str) {
+                            let crlf = content.replace("\r\n", "\n").replace('\n', "\r\n");
+                            f["sha256"] = Value::String(sha256_hex(&crlf));
+                            f["content"] = Value::String(crlf);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
