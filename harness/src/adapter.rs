@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -22,6 +22,9 @@ use crate::wire::{Hello, Observation, OpenCase, StepOp};
 /// one is a CRASH, so that a runaway implementation cannot exhaust the harness's memory.
 pub const MAX_REPLY_BYTES: usize = 16 << 20;
 
+/// How many stdout lines may wait unread: a reply and a few extra lines that prove the process
+/// wrote more than it was asked for.
+const EVENT_QUEUE: usize = 4;
 /// How many stderr lines a CRASH or TIMEOUT reports.
 const STDERR_TAIL_LINES: usize = 40;
 /// Longer stderr lines are cut, so the tail stays within 40 KiB.
@@ -380,6 +383,7 @@ pub fn run_one_shot(
         serde_json::to_vec(&request).map_err(|e| ImplError::Fatal(format!("cannot encode a request: {e}")))?;
     input.push(b'\n');
     let Spawned { mut child, mut stdin, stdout, stderr } = spawn(command, home)?;
+    let _group = crate::cleanup::register_group(child.id());
     // Writing and reading run beside each other: an implementation that answers before it has
     // read all its input must not deadlock against a full pipe.
     thread::spawn(move || {
@@ -457,19 +461,24 @@ struct Proc {
     requests: Option<Sender<Vec<u8>>>,
     events: Receiver<Event>,
     stderr: StderrTail,
+    _group: crate::cleanup::Guard,
 }
 
 impl Proc {
     fn start(command: &str, home: &Path) -> Result<Proc, ImplError> {
         let Spawned { child, stdin, stdout, stderr } = spawn(command, home)?;
-        let (event_tx, events) = mpsc::channel();
+        // Bounded: a process that floods stdout blocks on its pipe instead of growing the
+        // harness's memory (each line is capped at MAX_REPLY_BYTES, and at most
+        // EVENT_QUEUE lines wait).
+        let (event_tx, events) = mpsc::sync_channel(EVENT_QUEUE);
         let (requests, request_rx) = mpsc::channel();
         let writer_events = event_tx.clone();
         // A writer thread, because a process that stops reading would block a large `open` in
         // `write_all` for ever; this way the reply's timeout covers the write too.
         thread::spawn(move || write_requests(stdin, request_rx, writer_events));
         thread::spawn(move || read_replies(stdout, event_tx));
-        Ok(Proc { child, requests: Some(requests), events, stderr })
+        let _group = crate::cleanup::register_group(child.id());
+        Ok(Proc { child, requests: Some(requests), events, stderr, _group })
     }
 
     fn round_trip(&mut self, line: Vec<u8>, timeout: Duration) -> Result<Vec<u8>, Failure> {
@@ -506,7 +515,7 @@ impl Proc {
     }
 }
 
-fn write_requests(mut stdin: ChildStdin, requests: Receiver<Vec<u8>>, events: Sender<Event>) {
+fn write_requests(mut stdin: ChildStdin, requests: Receiver<Vec<u8>>, events: SyncSender<Event>) {
     for line in requests {
         if let Err(e) = stdin.write_all(&line).and_then(|()| stdin.flush()) {
             let _ = events.send(Event::WriteFailed(e.to_string()));
@@ -515,7 +524,7 @@ fn write_requests(mut stdin: ChildStdin, requests: Receiver<Vec<u8>>, events: Se
     }
 }
 
-fn read_replies(stdout: ChildStdout, events: Sender<Event>) {
+fn read_replies(stdout: ChildStdout, events: SyncSender<Event>) {
     let mut reader = BufReader::new(stdout);
     loop {
         let mut line = Vec::new();
@@ -586,27 +595,33 @@ impl std::fmt::Display for Stopped {
     }
 }
 
-/// Waits up to `grace` for the child to exit, then kills its process group and reaps it. It
+/// Waits up to `grace` for the child to exit, then kills its whole process group and reaps it. It
 /// never hangs: SIGKILL cannot be caught, and the reap follows it.
+///
+/// The child is waited for without being reaped (`WNOWAIT`), so its pid — the group's id — stays
+/// reserved while the group is killed: whatever the child left running in its group (a child that
+/// ignores SIGTERM, a shell wrapper's children) dies with it, and no stranger who inherited a
+/// reused id can be hit.
 fn stop_child(child: &mut Child, grace: Duration) -> Stopped {
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
     let deadline = Instant::now() + grace;
-    loop {
-        match child.try_wait() {
-            // A process that exited by itself has been reaped, so its group id may be free and
-            // reused by now: the group is not killed, lest a stranger be hit.
-            Ok(Some(status)) => return Stopped::Exited(status),
+    let pid = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
+    let exited = loop {
+        let Some(pid) = pid else { break false };
+        match waitid(WaitId::Pid(pid), WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT) {
+            Ok(Some(_)) => break true,
             Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
-            _ => break,
+            _ => break false,
+        }
+    };
+    if let Some(pid) = pid {
+        crate::cleanup::kill_group(pid.as_raw_nonzero().get());
+    }
+    if exited {
+        if let Ok(status) = child.wait() {
+            return Stopped::Exited(status);
         }
     }
-    // The child leads its process group (see `spawn`) and is not reaped yet, so the group id is
-    // still its own.
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
     let _ = child.kill();
     let _ = child.wait();
     Stopped::Killed

@@ -62,6 +62,8 @@ struct RootFileState {
 }
 
 const ROOT_FILE_STATE: &str = "root-file.json";
+/// The most the state file holds: the 32 KiB file, hex-free JSON and the section, with room.
+const MAX_STATE_BYTES: u64 = 1 << 20;
 
 impl RootFileState {
     fn observation(&self) -> Observation {
@@ -75,15 +77,30 @@ impl RootFileState {
     }
 
     fn load(state_dir: &Path) -> Result<RootFileState, String> {
-        let text = std::fs::read(state_dir.join(ROOT_FILE_STATE))
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        // The state is the reference's own file: opened without following a link, and bounded.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(state_dir.join(ROOT_FILE_STATE))
             .map_err(|e| format!("no root-file session to resume: {e}"))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            return Err(format!("{ROOT_FILE_STATE} is not a regular file"));
+        }
+        let mut text = Vec::new();
+        file.take(MAX_STATE_BYTES).read_to_end(&mut text).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))?;
         serde_json::from_slice(&text).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))
     }
 
+    /// Saves atomically: a new file beside the old one, renamed over it, so a crash mid-write
+    /// never leaves half a state for the resume to read.
     fn save(&self, state_dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(state_dir).map_err(|e| e.to_string())?;
         let text = serde_json::to_vec(self).map_err(|e| e.to_string())?;
-        std::fs::write(state_dir.join(ROOT_FILE_STATE), text).map_err(|e| e.to_string())
+        let tmp = state_dir.join(format!("{ROOT_FILE_STATE}.tmp"));
+        std::fs::write(&tmp, text).map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, state_dir.join(ROOT_FILE_STATE)).map_err(|e| e.to_string())
     }
 }
 

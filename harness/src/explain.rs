@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::load::{default_cases_dir, Case, TREE_MARKER};
-use crate::scenario::{Platform, TreeValue};
+use crate::scenario::Platform;
 use crate::tree::Sandbox;
 
 fn find<'a>(cases: &'a [Case], id: &str) -> Result<&'a Case, String> {
@@ -89,13 +89,7 @@ pub fn repro(cases: &[Case], id: &str, dir: &Path) -> Result<String, String> {
         let tree_dir = dir.join("tree");
         let sandbox = Sandbox::in_dir(&tree_dir)?;
         fs::write(tree_dir.join(TREE_MARKER), "").map_err(|e| e.to_string())?;
-        let links = |v: &TreeValue| matches!(v, TreeValue::Symlink(_));
-        for (path, value) in case.scenario.tree.iter().filter(|(_, v)| !links(v)) {
-            sandbox.put(path, value)?;
-        }
-        for (path, value) in case.scenario.tree.iter().filter(|(_, v)| links(v)) {
-            sandbox.put(path, value)?;
-        }
+        sandbox.build(&case.scenario.tree)?;
     }
     Ok(format!(
         "wrote {}\nrun it: conformance run --cases {} [--adapter CMD]\nthe tree as the harness makes it: {}/tree/project",

@@ -72,10 +72,100 @@ pub trait Implementation {
 
 pub use crate::driver::reference_hello;
 
-/// The reference, in-process.
-#[derive(Debug, Default)]
+/// The reference, in-process, on a worker thread of its own so that a step has the same timeout
+/// as an adapter's: a step that does not finish in time is a TIMEOUT, the worker is abandoned
+/// (a thread cannot be killed; it ends by itself when its step does) and the next case gets a new
+/// one. The default timeout is 10 s.
+#[derive(Debug)]
 pub struct InProcess {
-    driver: Option<Driver>,
+    worker: Option<Worker>,
+    timeout: std::time::Duration,
+}
+
+impl Default for InProcess {
+    fn default() -> Self {
+        InProcess::with_timeout(std::time::Duration::from_secs(10))
+    }
+}
+
+#[derive(Debug)]
+enum Job {
+    Open(OpenCase),
+    Step(StepOp),
+    Restart(OpenCase),
+    Close,
+}
+
+#[derive(Debug)]
+struct Worker {
+    jobs: std::sync::mpsc::Sender<Job>,
+    done: std::sync::mpsc::Receiver<Result<Observation, String>>,
+}
+
+impl Worker {
+    fn start() -> Worker {
+        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
+        let (done_tx, done) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut driver: Option<Driver> = None;
+            for job in job_rx {
+                let out = match job {
+                    Job::Open(open) => Driver::open(open).map(|(d, obs)| {
+                        driver = Some(d);
+                        obs
+                    }),
+                    Job::Step(op) => match driver.as_mut() {
+                        Some(d) => d.step(&op),
+                        None => Err("no open case".into()),
+                    },
+                    // In-process, a restart is the session dropped and resumed from the same
+                    // state directory, with the tree as it is now.
+                    Job::Restart(open) => match driver.as_mut() {
+                        Some(d) => d.restart(),
+                        None => Driver::open(open).map(|(d, obs)| {
+                            driver = Some(d);
+                            obs
+                        }),
+                    },
+                    Job::Close => {
+                        driver = None;
+                        Ok(Observation::default())
+                    }
+                };
+                if done_tx.send(out).is_err() {
+                    return;
+                }
+            }
+        });
+        Worker { jobs, done }
+    }
+}
+
+impl InProcess {
+    /// The reference in-process, each step bounded by `timeout`.
+    pub fn with_timeout(timeout: std::time::Duration) -> InProcess {
+        InProcess { worker: None, timeout }
+    }
+
+    fn run(&mut self, job: Job) -> Result<Observation, ImplError> {
+        let worker = self.worker.get_or_insert_with(Worker::start);
+        if worker.jobs.send(job).is_err() {
+            self.worker = None;
+            return Err(ImplError::Crash { reason: "the in-process worker is gone".into(), stderr: String::new() });
+        }
+        match worker.done.recv_timeout(self.timeout) {
+            Ok(out) => out.map_err(ImplError::Refused),
+            Err(_) => {
+                self.worker = None;
+                Err(ImplError::Timeout {
+                    stderr: format!(
+                        "the reference did not finish the step in {} s (in-process)",
+                        self.timeout.as_secs_f64()
+                    ),
+                })
+            }
+        }
+    }
 }
 
 impl Implementation for InProcess {
@@ -84,28 +174,22 @@ impl Implementation for InProcess {
     }
 
     fn open(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
-        let (driver, obs) = Driver::open(open.clone()).map_err(ImplError::Refused)?;
-        self.driver = Some(driver);
-        Ok(obs)
+        self.run(Job::Open(open.clone()))
     }
 
     fn step(&mut self, op: &StepOp) -> Result<Observation, ImplError> {
-        let driver = self.driver.as_mut().ok_or_else(|| ImplError::Refused("no open case".into()))?;
-        driver.step(op).map_err(ImplError::Refused)
+        self.run(Job::Step(op.clone()))
     }
 
     fn restart(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
-        // In-process, a restart is the session dropped and resumed from the same state
-        // directory, with the tree as it is now.
-        match self.driver.as_mut() {
-            Some(driver) => driver.restart().map_err(ImplError::Refused),
-            None => self.open(open),
-        }
+        self.run(Job::Restart(open.clone()))
     }
 
     fn close(&mut self) -> Result<(), ImplError> {
-        self.driver = None;
-        Ok(())
+        if self.worker.is_none() {
+            return Ok(());
+        }
+        self.run(Job::Close).map(drop)
     }
 }
 

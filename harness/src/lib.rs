@@ -5,6 +5,8 @@
 //! [`Implementation`]) → [`compare`] → one [`run::CaseResult`] per case → [`report`] → exit code.
 
 pub mod adapter;
+pub mod beneath;
+pub mod cleanup;
 pub mod compare;
 pub mod coverage;
 pub mod driver;

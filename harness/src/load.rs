@@ -63,17 +63,56 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
         let Ok(ft) = entry.file_type() else { continue };
+        let yaml = path.extension().is_some_and(|e| e == "yaml");
+        if ft.is_symlink() {
+            // A link could lead anywhere on the machine; a cases directory is read as it stands.
+            if yaml || path.is_dir() {
+                errors.push(LoadError {
+                    file: path.clone(),
+                    line: None,
+                    message: "is a symbolic link; links in a cases directory are not followed".into(),
+                });
+            }
+            continue;
+        }
         if ft.is_dir() {
             // A reproduction's materialised tree is for reading, not a source of cases.
             if !path.join(TREE_MARKER).exists() {
                 collect(&path, out, errors);
             }
-        } else if path.extension().is_some_and(|e| e == "yaml")
-            && path.file_name().is_some_and(|n| n != "vocabulary.yaml")
-        {
-            out.push(path);
+        } else if yaml && path.file_name().is_some_and(|n| n != "vocabulary.yaml") {
+            if ft.is_file() {
+                out.push(path);
+            } else {
+                errors.push(LoadError { file: path, line: None, message: "is not a regular file".into() });
+            }
         }
     }
+}
+
+/// The largest case file the loader reads: 4 MiB.
+pub const MAX_CASE_BYTES: u64 = 4 << 20;
+
+/// Reads a case file: a regular file, not through a link, at most [`MAX_CASE_BYTES`].
+fn read_case(file: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(file)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err("is not a regular file".into());
+    }
+    if meta.len() > MAX_CASE_BYTES {
+        return Err(format!("is {} bytes, over the {} MiB a case file may have", meta.len(), MAX_CASE_BYTES >> 20));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_CASE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    String::from_utf8(bytes)
+        .map_err(|e| format!("is not utf-8 (first invalid byte at offset {})", e.utf8_error().valid_up_to()))
 }
 
 /// The first 1-based line of `text` containing `needle`.
@@ -117,7 +156,7 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, Vec<LoadError>> {
 /// Loads one file.
 pub fn load_file(dir: &Path, file: &Path) -> Result<Case, Vec<LoadError>> {
     let err = |line: Option<usize>, message: String| LoadError { file: file.to_path_buf(), line, message };
-    let text = fs::read_to_string(file).map_err(|e| vec![err(None, format!("cannot read: {e}"))])?;
+    let text = read_case(file).map_err(|e| vec![err(None, e)])?;
     let scenario =
         parse(&text).map_err(|problems| problems.into_iter().map(|(line, msg)| err(line, msg)).collect::<Vec<_>>())?;
     let name = file
@@ -199,7 +238,32 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     if host && s.root.is_some() {
         bad("root:", "root: a posix case's root is the directory the harness makes".into());
     }
+    let links: Vec<&String> =
+        s.tree.iter().filter(|(_, v)| matches!(v, TreeValue::Symlink(_))).map(|(p, _)| p).collect();
+    for path in s.tree.keys() {
+        if let Some(link) = links.iter().find(|l| path.starts_with(&format!("{l}/"))) {
+            bad(path, format!("tree: '{path}' lies below the link '{link}' (the harness never writes through a link)"));
+        }
+    }
+    let mut total: u64 = 0;
     for (path, value) in &s.tree {
+        let bytes = match value {
+            TreeValue::File(b) => b.len() as u64,
+            TreeValue::Sized { size, .. } => *size,
+            _ => 0,
+        };
+        if let TreeValue::Sized { size, .. } = value {
+            if *size > crate::beneath::MAX_DENSE_FILE {
+                bad(
+                    path,
+                    format!(
+                        "tree: '{path}': {size} bytes is over the {} MiB cap of a dense file (use sparse)",
+                        crate::beneath::MAX_DENSE_FILE >> 20
+                    ),
+                );
+            }
+        }
+        total = total.saturating_add(bytes);
         if !host && path.starts_with("..") {
             bad(path, format!("tree: '{path}' lies outside an in-memory tree"));
         }
@@ -210,6 +274,17 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
         if s.platform == Platform::Windows && matches!(value, TreeValue::Symlink(_)) {
             bad(path, format!("tree: '{path}': a Windows target tree holds no symlinks"));
         }
+    }
+    let cap = if host { crate::beneath::MAX_TREE_BYTES } else { crate::beneath::MAX_MEM_TREE_BYTES };
+    if total > cap {
+        bad(
+            "tree:",
+            format!(
+                "tree: {total} bytes of files is over the {} MiB a {} tree may hold",
+                cap >> 20,
+                if host { "host" } else { "in-memory" }
+            ),
+        );
     }
     for st in &s.steps {
         if let Action::Touch(t) = &st.action {

@@ -90,8 +90,8 @@ struct RunArgs {
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
     /// Parallel jobs, each with its own implementation instance. The default is 1.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+    jobs: u64,
     /// Which expectations gate: `all` (the default) or `seed`, only those a seed sentence
     /// requires (a case that differs only from the suite's decisions then passes, its
     /// differences kept in the report).
@@ -100,8 +100,8 @@ struct RunArgs {
     /// Run shard K of N (`--shard 2/4`).
     #[arg(long)]
     shard: Option<String>,
-    /// Seconds an adapter may take to answer one request. The default is 10.
-    #[arg(long, default_value_t = 10)]
+    /// Seconds an implementation may take to answer one request (in-process too). The default is 10.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     timeout: u64,
     /// Adapter restarts after crashes or timeouts before the run ends with exit 2. The default is 20.
     #[arg(long, default_value_t = 20)]
@@ -134,22 +134,27 @@ fn load(cases: &CasesArg) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-fn factory(args: &RunArgs) -> Result<Box<Factory<'static>>, String> {
+/// The implementation factory of a run, and the fake HOME its adapters get (removed when the run
+/// ends: the returned directory is dropped then).
+fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<tempfile::TempDir>), String> {
+    let timeout = Duration::from_secs(args.timeout);
     let Some(cmd) = args.adapter.clone() else {
-        return Ok(Box::new(|| Ok(Box::new(InProcess::default()) as Box<dyn Implementation + Send>)));
+        let make = move || Ok(Box::new(InProcess::with_timeout(timeout)) as Box<dyn Implementation + Send>);
+        return Ok((Box::new(make), None));
     };
-    let timeout = Duration::from_secs(args.timeout.max(1));
     let max_restarts = args.max_restarts;
-    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?.keep();
+    let home_dir = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
+    let home = home_dir.path().to_path_buf();
     let one_shot = args.one_shot;
-    Ok(Box::new(move || {
+    let make = move || {
         let imp: Box<dyn Implementation + Send> = if one_shot {
             Box::new(harness::adapter::OneShotAdapter::new(cmd.clone(), home.clone(), timeout))
         } else {
             Box::new(harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts))
         };
         Ok(imp)
-    }))
+    };
+    Ok((Box::new(make), Some(home_dir)))
 }
 
 fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
@@ -187,12 +192,21 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
     if selected.is_empty() {
         return Err("no case matches the selection".into());
     }
-    let factory = factory(args)?;
+    let (factory, home) = factory(args)?;
+    let _home_guard = home.as_ref().map(|h| harness::cleanup::register_dir(h.path().to_path_buf()));
     let level = match args.level {
         LevelArg::All => Level::All,
         LevelArg::Seed => Level::Seed,
     };
-    let (hello, results) = run_all(&selected, factory.as_ref(), args.jobs, &manifest, level, true)?;
+    let outcome = run_all(&selected, factory.as_ref(), usize::try_from(args.jobs).unwrap_or(1), &manifest, level, true);
+    // Every adapter has been stopped and reaped by now: any child left is a descendant that
+    // escaped its process group, re-parented to the harness.
+    drop(factory);
+    let escaped = harness::cleanup::reap_orphans();
+    if escaped > 0 {
+        eprintln!("conformance: killed {escaped} process(es) the adapter left behind outside its process group");
+    }
+    let (hello, results) = outcome?;
     if let Some(r) = results.iter().find(|r| r.fatal) {
         return Err(format!("the run ended early: {}", r.reason.clone().unwrap_or_default()));
     }
@@ -249,6 +263,8 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    harness::cleanup::become_subreaper();
+    harness::cleanup::install_signal_handlers();
     let outcome = match cli.command {
         Command::Run(args) => run(&args),
         Command::List(c) => load(&c).map(|cases| {
@@ -287,6 +303,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }),
     };
+    harness::cleanup::wait_if_stopping();
     match outcome {
         Ok(code) => code,
         Err(e) => {

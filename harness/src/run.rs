@@ -189,13 +189,7 @@ fn prepare(s: &Scenario) -> Result<Running, String> {
     let host = s.platform == Platform::Posix;
     let mem = (!host).then(|| MemModel::new(s));
     if host {
-        // Directories and files before links, so a link never redirects a later write.
-        for (path, value) in s.tree.iter().filter(|(_, v)| !matches!(v, crate::scenario::TreeValue::Symlink(_))) {
-            sandbox.put(path, value)?;
-        }
-        for (path, value) in s.tree.iter().filter(|(_, v)| matches!(v, crate::scenario::TreeValue::Symlink(_))) {
-            sandbox.put(path, value)?;
-        }
+        sandbox.build(&s.tree)?;
     }
     let root = match s.platform {
         Platform::Posix => sandbox.project.to_string_lossy().into_owned(),
@@ -331,20 +325,13 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
         }
         Action::Delete(path) => {
             if r.mem.is_none() {
-                let p = r.sandbox.resolve(path).map_err(bad)?;
-                let res = if p.is_dir() { std::fs::remove_dir_all(&p) } else { std::fs::remove_file(&p) };
-                res.map_err(|e| bad(format!("delete '{path}': {e}")))?;
+                r.sandbox.delete(path).map_err(bad)?;
             }
             edit(r, TreeEdit::Delete { path: path.clone() }).map_err(bad)?
         }
         Action::Rename(rn) => {
             if r.mem.is_none() {
-                let from = r.sandbox.resolve(&rn.from).map_err(bad)?;
-                let to = r.sandbox.resolve(&rn.to).map_err(bad)?;
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| bad(e.to_string()))?;
-                }
-                std::fs::rename(&from, &to).map_err(|e| bad(format!("rename '{}': {e}", rn.from)))?;
+                r.sandbox.rename(&rn.from, &rn.to).map_err(bad)?;
             }
             edit(r, TreeEdit::Rename { from: rn.from.clone(), to: rn.to.clone() }).map_err(bad)?
         }

@@ -5,17 +5,20 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
+use crate::beneath::Beneath;
 use crate::wire::{to_hex, WireEntry};
 
 use crate::scenario::{Platform, Scenario, TreeValue};
 
-/// A case's directories.
+/// A case's directories. Everything the harness makes or changes in them goes through a handle
+/// on the sandbox ([`Beneath`]), never through a path that a link could redirect.
 #[derive(Debug)]
 pub struct Sandbox {
     _tmp: Option<tempfile::TempDir>,
+    _registered: Option<crate::cleanup::Guard>,
+    fs: Beneath,
     /// The real path of the sandbox.
     pub dir: PathBuf,
     /// The real path of the project directory (the root of host cases).
@@ -29,7 +32,10 @@ impl Sandbox {
     /// A new sandbox.
     pub fn new() -> Result<Sandbox, String> {
         let tmp = tempfile::Builder::new().prefix("conformance-").tempdir().map_err(|e| format!("tempdir: {e}"))?;
+        // Registered before anything is made in it, so a signal never leaves it behind.
+        let registered = crate::cleanup::register_dir(tmp.path().to_path_buf());
         let mut sandbox = Sandbox::in_dir(tmp.path())?;
+        sandbox._registered = Some(registered);
         sandbox._tmp = Some(tmp);
         Ok(sandbox)
     }
@@ -38,12 +44,12 @@ impl Sandbox {
     pub fn in_dir(dir: &Path) -> Result<Sandbox, String> {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let project = dir.join("project");
-        let home = dir.join("home");
-        for d in [&project, &home] {
-            fs::create_dir_all(d).map_err(|e| format!("{}: {e}", d.display()))?;
+        let beneath = Beneath::open(&dir)?;
+        for d in ["project", "home"] {
+            beneath.mkdir_all(d)?;
         }
-        Ok(Sandbox { _tmp: None, dir, project, home, forks: 0 })
+        let (project, home) = (dir.join("project"), dir.join("home"));
+        Ok(Sandbox { _tmp: None, _registered: None, fs: beneath, dir, project, home, forks: 0 })
     }
 
     /// The first state directory.
@@ -82,53 +88,59 @@ impl Sandbox {
         target.replace("{project}", &self.project.to_string_lossy()).replace("{sandbox}", &self.dir.to_string_lossy())
     }
 
-    /// Writes one entry on disk.
-    pub fn put(&self, rel: &str, value: &TreeValue) -> Result<(), String> {
-        let path = self.resolve(rel)?;
-        let ctx = |e: std::io::Error| format!("tree '{rel}': {e}");
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(ctx)?;
+    /// A tree path (relative to the project; `../` allowed within the sandbox) relative to the
+    /// sandbox, normalised lexically.
+    fn in_sandbox(&self, rel: &str) -> Result<String, String> {
+        let mut parts: Vec<String> = vec!["project".into()];
+        for c in Path::new(rel).components() {
+            match c {
+                Component::Normal(n) => parts.push(n.to_string_lossy().into_owned()),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    parts.pop();
+                }
+                _ => return Err(format!("tree path '{rel}' must be relative")),
+            }
         }
+        if parts.is_empty() {
+            return Err(format!("tree path '{rel}' leaves the sandbox"));
+        }
+        Ok(parts.join("/"))
+    }
+
+    /// Writes one entry on disk, beneath the sandbox and through no link.
+    pub fn put(&self, rel: &str, value: &TreeValue) -> Result<(), String> {
+        let at = self.in_sandbox(rel)?;
+        let ctx = |e: String| format!("tree '{rel}': {e}");
         match value {
-            TreeValue::File(bytes) => fs::write(&path, bytes).map_err(ctx)?,
-            TreeValue::Sized { size, fill } => {
-                let mut f = fs::File::create(&path).map_err(ctx)?;
-                // A whole number of fills per chunk, so every chunk starts where a fill starts.
-                let chunk = fill.repeat((64 * 1024 / fill.len().max(1)).max(1)).into_bytes();
-                let mut left = *size;
-                while left > 0 {
-                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
-                    f.write_all(chunk.get(..n).unwrap_or(&[])).map_err(ctx)?;
-                    left -= n as u64;
-                }
-            }
-            TreeValue::Sparse(size) => fs::File::create(&path).and_then(|f| f.set_len(*size)).map_err(ctx)?,
-            TreeValue::Dir => fs::create_dir_all(&path).map_err(ctx)?,
-            TreeValue::Symlink(target) => symlink(&self.expand(target), &path).map_err(ctx)?,
-            TreeValue::Fifo => {
-                let status = std::process::Command::new("mkfifo").arg(&path).status().map_err(ctx)?;
-                if !status.success() {
-                    return Err(format!("tree '{rel}': mkfifo failed"));
-                }
-            }
+            TreeValue::File(bytes) => self.fs.write(&at, bytes),
+            TreeValue::Sized { size, fill } => self.fs.write_repeated(&at, *size, fill.as_bytes()),
+            TreeValue::Sparse(size) => self.fs.sparse(&at, *size),
+            TreeValue::Dir => self.fs.mkdir_all(&at),
+            TreeValue::Symlink(target) => self.fs.symlink(&at, &self.expand(target)),
+            TreeValue::Fifo => self.fs.fifo(&at),
+        }
+        .map_err(ctx)
+    }
+
+    /// Makes a scenario's whole tree: directories and files before links, so that no entry is
+    /// meant to go through a link (one that would is refused, not written through).
+    pub fn build(&self, tree: &BTreeMap<String, TreeValue>) -> Result<(), String> {
+        let link = |v: &TreeValue| matches!(v, TreeValue::Symlink(_));
+        for (path, value) in tree.iter().filter(|(_, v)| !link(v)).chain(tree.iter().filter(|(_, v)| link(v))) {
+            self.put(path, value)?;
         }
         Ok(())
     }
-}
 
-/// Makes a symlink with `target` as written.
-///
-/// # Platform behavior
-/// POSIX only: the suite's host cases run on POSIX filesystems; Windows targets are in memory.
-fn symlink(target: &str, path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::symlink(target, path)
+    /// Removes a file, link or folder (with everything below it), beneath the sandbox.
+    pub fn delete(&self, rel: &str) -> Result<(), String> {
+        self.fs.delete(&self.in_sandbox(rel)?).map_err(|e| format!("delete '{rel}': {e}"))
     }
-    #[cfg(not(unix))]
-    {
-        let _ = (target, path);
-        Err(std::io::Error::other("symlinks in host trees need a POSIX filesystem"))
+
+    /// Moves an entry beneath the sandbox.
+    pub fn rename(&self, from: &str, to: &str) -> Result<(), String> {
+        self.fs.rename(&self.in_sandbox(from)?, &self.in_sandbox(to)?)
     }
 }
 
