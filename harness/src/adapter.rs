@@ -38,7 +38,12 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// Quotes `s` as one word for `sh`, e.g. to put a path into an adapter command.
 pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
+    let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// Finds `reference-adapter` next to the running executable: in `target/<profile>/`, which is

@@ -236,3 +236,75 @@ pub fn validate_hello(hello: &Hello) -> Result<(), String> {
         Err(format!("hello from '{}' is not valid: {}", hello.name, problems.join("; ")))
     }
 }
+
+/// What the command line says of an implementation's support, applied over its `hello`: a
+/// one-shot adapter has no `hello`, so this is how it declares what it implements, and any
+/// adapter can be run on less than it declares.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Declared {
+    /// The profiles it implements, instead of the declared ones.
+    pub profiles: Option<Vec<String>>,
+    /// The capabilities it has, instead of the declared ones.
+    pub capabilities: Option<Vec<String>>,
+    /// Capabilities taken away from what it declares.
+    pub exclude: Vec<String>,
+}
+
+impl Declared {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == Declared::default()
+    }
+
+    /// `hello` as the command line has it.
+    pub fn apply(&self, mut hello: Hello) -> Hello {
+        if let Some(p) = &self.profiles {
+            hello.profiles.clone_from(p);
+        }
+        if let Some(c) = &self.capabilities {
+            hello.capabilities.clone_from(c);
+        }
+        hello.capabilities.retain(|c| !self.exclude.contains(c));
+        hello
+    }
+}
+
+/// An implementation whose `hello` is [`Declared`] over.
+pub struct WithDeclared {
+    /// The implementation.
+    pub inner: Box<dyn Implementation + Send>,
+    /// What the command line declares.
+    pub declared: Declared,
+}
+
+impl Implementation for WithDeclared {
+    fn hello(&mut self) -> Result<Hello, ImplError> {
+        self.inner.hello().map(|h| self.declared.apply(h))
+    }
+    fn open(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.inner.open(open)
+    }
+    fn step(&mut self, op: &StepOp) -> Result<Observation, ImplError> {
+        self.inner.step(op)
+    }
+    fn restart(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.inner.restart(open)
+    }
+    fn close(&mut self) -> Result<(), ImplError> {
+        self.inner.close()
+    }
+    fn set_case(&mut self, id: &str) {
+        self.inner.set_case(id);
+    }
+    fn is_one_shot(&self) -> bool {
+        self.inner.is_one_shot()
+    }
+    fn run_whole(
+        &mut self,
+        case: &str,
+        open: &OpenCase,
+        steps: &[ScriptStep],
+    ) -> Option<Result<Vec<Observation>, ImplError>> {
+        self.inner.run_whole(case, open, steps)
+    }
+}

@@ -9,6 +9,7 @@ pub mod beneath;
 pub mod cleanup;
 pub mod compare;
 pub mod coverage;
+pub mod diff;
 pub mod driver;
 pub mod explain;
 pub mod fuzzing;

@@ -14,8 +14,16 @@ use harness::report::{self, Summary};
 use harness::run::{Level, Status};
 use harness::suite::{parse_shard, run_all, Factory, Selection};
 
+/// What `--version` says: the suite, the protocol and every profile, which move independently.
+const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (suite ",
+    env!("CARGO_PKG_VERSION"),
+    "; adapter protocol 2; profiles: modules 2, section 2, root-file 2)"
+);
+
 #[derive(Parser)]
-#[command(name = "conformance", version, about = "The conformance suite for project instruction loaders")]
+#[command(name = "conformance", version, long_version = LONG_VERSION, about = "The conformance suite for project instruction loaders")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -83,6 +91,18 @@ struct RunArgs {
     /// Only this profile.
     #[arg(long)]
     profile: Option<String>,
+    /// The profiles the implementation implements, comma-separated, instead of what its hello
+    /// says (a one-shot adapter has no hello: without this it is taken to implement all).
+    #[arg(long, value_delimiter = ',')]
+    profiles: Option<Vec<String>>,
+    /// The capabilities the implementation has, comma-separated, instead of what its hello says
+    /// (a one-shot adapter has no hello: without this it is taken to have all). Cases needing
+    /// others are UNSUPPORTED.
+    #[arg(long, value_delimiter = ',')]
+    capabilities: Option<Vec<String>>,
+    /// Capabilities to take away from what the implementation declares, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    exclude_capabilities: Vec<String>,
     /// The expectations manifest.
     #[arg(long)]
     expectations: Option<PathBuf>,
@@ -134,36 +154,77 @@ fn load(cases: &CasesArg) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
+fn declared(args: &RunArgs) -> harness::implementation::Declared {
+    // `--capabilities ''` declares none.
+    let words = |v: &Vec<String>| v.iter().filter(|w| !w.trim().is_empty()).map(|w| w.trim().to_string()).collect();
+    harness::implementation::Declared {
+        profiles: args.profiles.as_ref().map(words),
+        capabilities: args.capabilities.as_ref().map(words),
+        exclude: words(&args.exclude_capabilities),
+    }
+}
+
+fn with_declared(
+    imp: Box<dyn Implementation + Send>,
+    declared: &harness::implementation::Declared,
+) -> Box<dyn Implementation + Send> {
+    if declared.is_empty() {
+        imp
+    } else {
+        Box::new(harness::implementation::WithDeclared { inner: imp, declared: declared.clone() })
+    }
+}
+
 /// The implementation factory of a run, and the fake HOME its adapters get (removed when the run
 /// ends: the returned directory is dropped then).
 fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<tempfile::TempDir>), String> {
     let timeout = Duration::from_secs(args.timeout);
     let Some(cmd) = args.adapter.clone() else {
-        let make = move || Ok(Box::new(InProcess::with_timeout(timeout)) as Box<dyn Implementation + Send>);
+        let declared = declared(args);
+        let make = move || Ok(with_declared(Box::new(InProcess::with_timeout(timeout)), &declared));
         return Ok((Box::new(make), None));
     };
     let max_restarts = args.max_restarts;
     let home_dir = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
     let home = home_dir.path().to_path_buf();
     let one_shot = args.one_shot;
+    let declared = declared(args);
     let make = move || {
         let imp: Box<dyn Implementation + Send> = if one_shot {
             Box::new(harness::adapter::OneShotAdapter::new(cmd.clone(), home.clone(), timeout))
         } else {
             Box::new(harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts))
         };
-        Ok(imp)
+        Ok(with_declared(imp, &declared))
     };
     Ok((Box::new(make), Some(home_dir)))
 }
 
+/// The command that rewrites the manifest at `path` from a run like this one: the binary that is
+/// running, and every flag that selects or runs cases, exactly as given.
 fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
-    let mut cmd = format!("conformance expectations --write {}", path.display());
-    if let Some(a) = &args.adapter {
-        cmd.push_str(&format!(" --adapter '{a}'"));
-    }
-    if let Some(c) = &args.cases.cases {
-        cmd.push_str(&format!(" --cases {}", c.display()));
+    use harness::adapter::shell_quote;
+    let program = std::env::args().next().unwrap_or_else(|| "conformance".into());
+    let mut cmd = format!("{} expectations --write {}", shell_quote(&program), shell_quote(&path.to_string_lossy()));
+    let mut flag = |name: &str, value: Option<String>| {
+        if let Some(v) = value {
+            cmd.push_str(&format!(" --{name} {}", shell_quote(&v)));
+        }
+    };
+    flag("adapter", args.adapter.clone());
+    flag("cases", args.cases.cases.as_ref().map(|c| c.to_string_lossy().into_owned()));
+    flag("profile", args.profile.clone());
+    flag("filter", args.filter.clone());
+    flag("shard", args.shard.clone());
+    flag("jobs", (args.jobs != 1).then(|| args.jobs.to_string()));
+    flag("timeout", (args.timeout != 10).then(|| args.timeout.to_string()));
+    flag("max-restarts", (args.max_restarts != 20).then(|| args.max_restarts.to_string()));
+    flag("level", (args.level == LevelArg::Seed).then(|| "seed".to_string()));
+    flag("profiles", args.profiles.as_ref().map(|v| v.join(",")));
+    flag("capabilities", args.capabilities.as_ref().map(|v| v.join(",")));
+    flag("exclude-capabilities", (!args.exclude_capabilities.is_empty()).then(|| args.exclude_capabilities.join(",")));
+    if args.one_shot {
+        cmd.push_str(" --one-shot");
     }
     cmd
 }
@@ -172,6 +233,17 @@ fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
 fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResult>, Manifest), String> {
     let cases = load(&args.cases)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
+    if let Some(p) = &args.profile {
+        if !harness::load::PROFILES.contains(&p.as_str()) {
+            let hint = harness::vocabulary::nearest(p, harness::load::PROFILES.iter().copied())
+                .map(|n| format!(" (did you mean '{n}'?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "--profile '{p}' is not a profile{hint}; known: {}",
+                harness::load::PROFILES.join(", ")
+            ));
+        }
+    }
     let selection = Selection { filter: args.filter.clone(), profile: args.profile.clone(), shard };
     let manifest = match &args.expectations {
         Some(p) => Manifest::read(p)?,
@@ -241,7 +313,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         Format::Markdown => report::markdown(&hello, &results, &summary),
         Format::Badge => report::badge(&results),
     };
-    println!("{out}");
+    emit(format_args!("{out}\n"));
     if args.format != Format::Human {
         eprint!("{human}");
     }
@@ -261,6 +333,20 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::from(1))
 }
 
+/// Writes to stdout. A reader that went away (`conformance list | head -1`) ends the program
+/// quietly with success, instead of a panic on the broken pipe.
+fn emit(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(text).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("conformance: cannot write to stdout: {e}");
+        std::process::exit(2);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     harness::cleanup::become_subreaper();
@@ -270,17 +356,17 @@ fn main() -> ExitCode {
         Command::List(c) => load(&c).map(|cases| {
             for case in cases {
                 let s = &case.scenario;
-                println!("{:<14} {:<60} [{}] {}", s.id, case.name, s.capabilities.join(","), s.title);
+                emit(format_args!("{:<14} {:<60} [{}] {}\n", s.id, case.name, s.capabilities.join(","), s.title));
             }
             ExitCode::SUCCESS
         }),
         Command::Explain { id, cases } => load(&cases).and_then(|c| harness::explain::explain(&c, &id)).map(|text| {
-            println!("{text}");
+            emit(format_args!("{text}\n"));
             ExitCode::SUCCESS
         }),
         Command::Repro { id, dir, cases } => {
             load(&cases).and_then(|c| harness::explain::repro(&c, &id, &dir)).map(|msg| {
-                println!("{msg}");
+                emit(format_args!("{msg}\n"));
                 ExitCode::SUCCESS
             })
         }
@@ -290,14 +376,19 @@ fn main() -> ExitCode {
             let cov = harness::coverage::coverage(&clauses, &loaded);
             if verbose {
                 for (id, by) in &cov.clauses {
-                    println!("{id:<14} {}", by.join(" "));
+                    emit(format_args!("{id:<14} {}\n", by.join(" ")));
                 }
             }
-            print!("{}", harness::coverage::report(&cov));
+            emit(format_args!("{}", harness::coverage::report(&cov)));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
         Command::Expectations { write, run } => execute(&run).and_then(|(hello, results, _)| {
-            let m = Manifest::from_results(&hello, &results);
+            let mut m = Manifest::from_results(&hello, &results);
+            // A rewrite keeps what people wrote: the reason and link of every entry whose status
+            // still holds, and every SKIP.
+            if write.exists() {
+                m.keep_notes_from(&Manifest::read(&write)?);
+            }
             std::fs::write(&write, m.to_yaml()).map_err(|e| format!("{}: {e}", write.display()))?;
             eprintln!("wrote {} entries to {}", m.entries.len(), write.display());
             Ok(ExitCode::SUCCESS)

@@ -158,6 +158,22 @@ impl Manifest {
         Manifest { hello: Some(DeclaredSupport::of(hello)), entries }
     }
 
+    /// Keeps the hand-written parts of `old`: the reason and link of each entry whose status is
+    /// unchanged, and every SKIP entry as it was (a skipped case was not run, so the run says
+    /// nothing new about it).
+    pub fn keep_notes_from(&mut self, old: &Manifest) {
+        for (id, was) in &old.entries {
+            if was.status == Status::Skip {
+                self.entries.insert(id.clone(), was.clone());
+            } else if let Some(now) = self.entries.get_mut(id) {
+                if now.status == was.status {
+                    now.reason.clone_from(&was.reason);
+                    now.link.clone_from(&was.link);
+                }
+            }
+        }
+    }
+
     /// The manifest as YAML.
     pub fn to_yaml(&self) -> String {
         let body = reference::yaml::to_string(self).unwrap_or_default();
@@ -177,6 +193,27 @@ mod tests {
         hello.capabilities.retain(|c| c != "rule_modules");
         hello.profiles.retain(|p| p != "section");
         assert_eq!(manifest.dropped_support(&hello), vec!["profile 'section'", "capability 'rule_modules'"]);
+    }
+
+    #[test]
+    fn a_rewrite_keeps_reasons_links_and_skips() {
+        let hello = crate::driver::reference_hello();
+        let entry = |status, reason: &str, link: Option<&str>| Entry {
+            status,
+            reason: reason.into(),
+            link: link.map(String::from),
+        };
+        let mut old = Manifest::from_results(&hello, &[]);
+        old.entries.insert("a".into(), entry(Status::Fail, "ours: tabs", Some("https://x/1")));
+        old.entries.insert("b".into(), entry(Status::Fail, "ours: b", None));
+        old.entries.insert("c".into(), entry(Status::Skip, "too slow", None));
+        let mut new = Manifest::from_results(&hello, &[]);
+        new.entries.insert("a".into(), entry(Status::Fail, "step 1: differs", None));
+        new.entries.insert("b".into(), entry(Status::Crash, "crash: x", None));
+        new.keep_notes_from(&old);
+        assert_eq!(new.entries["a"], entry(Status::Fail, "ours: tabs", Some("https://x/1")));
+        assert_eq!(new.entries["b"], entry(Status::Crash, "crash: x", None));
+        assert_eq!(new.entries["c"], entry(Status::Skip, "too slow", None));
     }
 
     #[test]

@@ -19,10 +19,20 @@ pub fn case_detail(r: &CaseResult) -> String {
         if let Some(step) = r.first_divergence() {
             let _ = writeln!(out, "  first divergent step: {} ({})", step.index, step.action);
             for m in &step.mismatches {
-                let _ = writeln!(out, "  {}:", m.field);
-                side_by_side(&mut out, &m.expected, &m.actual);
+                let on = match &m.basis {
+                    crate::scenario::Basis::Seed => "seed".to_string(),
+                    crate::scenario::Basis::Decision(d) => d.clone(),
+                };
+                let _ = writeln!(out, "  {} ({on}):", m.field);
+                out.push_str(&crate::diff::render(&m.expected, &m.actual, "    "));
             }
         }
+    }
+    if !matches!(r.status, Status::Pass | Status::Skip | Status::Unsupported) {
+        let program = std::env::args().next().unwrap_or_else(|| "conformance".into());
+        let program = crate::adapter::shell_quote(&program);
+        let _ = writeln!(out, "  read it:      {program} explain {}", r.id);
+        let _ = writeln!(out, "  reproduce it: {program} repro {} repro-{}", r.id, r.id);
     }
     out
 }
@@ -33,19 +43,6 @@ fn basis_label(r: &CaseResult) -> String {
         (Some("seed"), _) => " — violates the seed".into(),
         (Some(_), Some(d)) => format!(" — differs from decision {d}"),
         _ => String::new(),
-    }
-}
-
-fn side_by_side(out: &mut String, expected: &str, actual: &str) {
-    let e: Vec<String> = expected.lines().map(|l| format!("{l:?}")).collect();
-    let a: Vec<String> = actual.lines().map(|l| format!("{l:?}")).collect();
-    let width = e.iter().map(String::len).max().unwrap_or(0).clamp(8, 60);
-    let _ = writeln!(out, "    {:<width$} | actual", "expected");
-    for i in 0..e.len().max(a.len()).max(1) {
-        let l = e.get(i).map_or("", String::as_str);
-        let r = a.get(i).map_or("", String::as_str);
-        let mark = if l == r { ' ' } else { '!' };
-        let _ = writeln!(out, "  {mark} {l:<width$} | {r}");
     }
 }
 
@@ -180,46 +177,122 @@ pub fn json(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> 
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }
 
-/// JUnit XML: one test suite per area, one test case per case.
+/// JUnit XML in the form of the common Jenkins/Ant `junit-10` schema: `<testsuites>` with one
+/// `<testsuite>` per area (`name`, `tests`, `failures`, `errors`, `skipped`, `time`), each
+/// carrying `<properties>` that name the implementation, its version and language, the suite and
+/// protocol versions; one `<testcase>` per case, with `<failure>`, `<error>` or `<skipped>`.
+/// A case the manifest expects not to pass is reported as skipped, with the reason.
 pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> String {
-    use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
-    let mut report = Report::new(format!("conformance: {}", hello.name));
-    let mut suites: std::collections::BTreeMap<String, TestSuite> = std::collections::BTreeMap::new();
+    use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
+    let mut by_area: std::collections::BTreeMap<String, Vec<&CaseResult>> = std::collections::BTreeMap::new();
     for r in results {
-        let suite = suites.entry(format!("{}/{}", r.profile, r.area)).or_insert_with_key(|k| TestSuite::new(k.clone()));
-        let unexpected = summary.unexpected.contains(&r.id);
-        let status = match r.status {
-            Status::Pass => TestCaseStatus::success(),
-            Status::Skip | Status::Unsupported | Status::Xfail => {
-                let mut s = TestCaseStatus::skipped();
-                if let TestCaseStatus::Skipped { message, .. } = &mut s {
-                    *message = Some(format!("{}: {}", r.status.as_str(), r.reason.clone().unwrap_or_default()).into());
-                }
-                s
-            }
-            _ if !unexpected => TestCaseStatus::success(),
-            st => {
-                let kind = if st == Status::Fail || st == Status::Xpass {
-                    NonSuccessKind::Failure
-                } else {
-                    NonSuccessKind::Error
-                };
-                let mut s = TestCaseStatus::non_success(kind);
-                if let TestCaseStatus::NonSuccess { message, description, ty, .. } = &mut s {
-                    *message = Some(r.reason.clone().unwrap_or_default().into());
-                    *description = Some(case_detail(r).into());
-                    *ty = Some(st.as_str().into());
-                }
-                s
-            }
-        };
-        let mut tc = TestCase::new(format!("{} [{}]", r.name, r.id), status);
-        tc.set_classname(format!("{}.{}", r.profile, r.area));
-        tc.set_time(std::time::Duration::from_millis(u64::try_from(r.millis).unwrap_or(u64::MAX)));
-        suite.add_test_case(tc);
+        by_area.entry(format!("{}/{}", r.profile, r.area)).or_default().push(r);
     }
-    report.add_test_suites(suites.into_values());
-    report.to_string().unwrap_or_default()
+    enum Outcome {
+        Pass,
+        Skipped(String),
+        Failure(String, String),
+        Error(String, String),
+    }
+    let outcome = |r: &CaseResult| -> Outcome {
+        let reason = xml_safe(&r.reason.clone().unwrap_or_default());
+        let unexpected = summary.unexpected.contains(&r.id);
+        match r.status {
+            Status::Pass => Outcome::Pass,
+            Status::Skip | Status::Unsupported | Status::Xfail => {
+                Outcome::Skipped(format!("{}: {reason}", r.status.as_str()))
+            }
+            _ if !unexpected => Outcome::Skipped(format!("{} as expected: {reason}", r.status.as_str())),
+            Status::Fail | Status::Xpass => Outcome::Failure(reason, xml_safe(&case_detail(r))),
+            _ => Outcome::Error(reason, xml_safe(&case_detail(r))),
+        }
+    };
+    let seconds = |ms: u128| format!("{:.3}", ms as f64 / 1000.0);
+    let mut w = quick_xml::Writer::new_with_indent(Vec::new(), b' ', 2);
+    let emit = |w: &mut quick_xml::Writer<Vec<u8>>, e: Event<'_>| {
+        let _ = w.write_event(e);
+    };
+    emit(&mut w, Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
+    let count =
+        |f: &dyn Fn(&Outcome) -> bool, rs: &[&CaseResult]| rs.iter().filter(|r| f(&outcome(r))).count().to_string();
+    let all: Vec<&CaseResult> = results.iter().collect();
+    let total_ms: u128 = results.iter().map(|r| r.millis).sum();
+    let mut root = BytesStart::new("testsuites");
+    root.push_attribute(("name", format!("conformance: {}", hello.name).as_str()));
+    root.push_attribute(("tests", results.len().to_string().as_str()));
+    root.push_attribute(("failures", count(&|o| matches!(o, Outcome::Failure(..)), &all).as_str()));
+    root.push_attribute(("errors", count(&|o| matches!(o, Outcome::Error(..)), &all).as_str()));
+    root.push_attribute(("time", seconds(total_ms).as_str()));
+    emit(&mut w, Event::Start(root));
+    for (area, rs) in &by_area {
+        let mut suite = BytesStart::new("testsuite");
+        suite.push_attribute(("name", area.as_str()));
+        suite.push_attribute(("tests", rs.len().to_string().as_str()));
+        suite.push_attribute(("failures", count(&|o| matches!(o, Outcome::Failure(..)), rs).as_str()));
+        suite.push_attribute(("errors", count(&|o| matches!(o, Outcome::Error(..)), rs).as_str()));
+        suite.push_attribute(("skipped", count(&|o| matches!(o, Outcome::Skipped(_)), rs).as_str()));
+        suite.push_attribute(("time", seconds(rs.iter().map(|r| r.millis).sum()).as_str()));
+        emit(&mut w, Event::Start(suite));
+        emit(&mut w, Event::Start(BytesStart::new("properties")));
+        for (name, value) in [
+            ("implementation", hello.name.as_str()),
+            ("implementation.version", hello.version.as_str()),
+            ("implementation.language", hello.language.as_str()),
+            ("suite.version", env!("CARGO_PKG_VERSION")),
+            ("protocol", crate::wire::PROTOCOL_VERSION),
+        ] {
+            let mut p = BytesStart::new("property");
+            p.push_attribute(("name", name));
+            p.push_attribute(("value", value));
+            emit(&mut w, Event::Empty(p));
+        }
+        emit(&mut w, Event::End(BytesEnd::new("properties")));
+        for r in rs {
+            let mut tc = BytesStart::new("testcase");
+            tc.push_attribute(("name", format!("{} [{}]", r.name, r.id).as_str()));
+            tc.push_attribute(("classname", format!("{}.{}", r.profile, r.area).as_str()));
+            tc.push_attribute(("time", seconds(r.millis).as_str()));
+            let (tag, message, body) = match outcome(r) {
+                Outcome::Pass => {
+                    emit(&mut w, Event::Empty(tc));
+                    continue;
+                }
+                Outcome::Skipped(m) => ("skipped", m, None),
+                Outcome::Failure(m, d) => ("failure", m, Some(d)),
+                Outcome::Error(m, d) => ("error", m, Some(d)),
+            };
+            emit(&mut w, Event::Start(tc));
+            let mut el = BytesStart::new(tag);
+            el.push_attribute(("message", message.as_str()));
+            if tag != "skipped" {
+                el.push_attribute(("type", r.status.as_str()));
+            }
+            match body {
+                Some(text) => {
+                    emit(&mut w, Event::Start(el));
+                    emit(&mut w, Event::Text(BytesText::new(&text)));
+                    emit(&mut w, Event::End(BytesEnd::new(tag)));
+                }
+                None => emit(&mut w, Event::Empty(el)),
+            }
+            emit(&mut w, Event::End(BytesEnd::new("testcase")));
+        }
+        emit(&mut w, Event::End(BytesEnd::new("testsuite")));
+    }
+    emit(&mut w, Event::End(BytesEnd::new("testsuites")));
+    String::from_utf8(w.into_inner()).unwrap_or_default()
+}
+
+/// `s` with the characters XML 1.0 cannot hold, even escaped (most C0 controls, U+FFFE, U+FFFF),
+/// replaced by U+FFFD: an adapter's stderr may carry anything.
+fn xml_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' => c,
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => '\u{fffd}',
+            c => c,
+        })
+        .collect()
 }
 
 /// Markdown for a CI step summary.

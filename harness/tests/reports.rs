@@ -40,6 +40,107 @@ fn junit_is_well_formed_xml_with_one_testcase_per_case() {
     assert_eq!(testcases, results.len());
 }
 
+/// The constraints of the common Jenkins/Ant `junit-10` schema that a report can break: for each
+/// element, the attributes it may carry, those it must, and the elements it may hold.
+type Element = (&'static str, &'static [&'static str], &'static [&'static str], &'static [&'static str]);
+const JUNIT_10: &[Element] = &[
+    ("testsuites", &["name", "time", "tests", "failures", "errors"], &[], &["testsuite"]),
+    (
+        "testsuite",
+        &[
+            "name",
+            "tests",
+            "failures",
+            "errors",
+            "group",
+            "time",
+            "skipped",
+            "timestamp",
+            "hostname",
+            "id",
+            "package",
+            "file",
+            "log",
+            "url",
+        ],
+        &["name", "tests", "failures", "errors"],
+        &["testsuite", "properties", "testcase", "system-out", "system-err"],
+    ),
+    ("properties", &[], &[], &["property"]),
+    ("property", &["name", "value"], &["name", "value"], &[]),
+    (
+        "testcase",
+        &["name", "time", "classname", "group"],
+        &["name"],
+        &["skipped", "error", "failure", "system-out", "system-err"],
+    ),
+    ("failure", &["type", "message"], &[], &[]),
+    ("error", &["type", "message"], &[], &[]),
+    ("skipped", &["type", "message"], &[], &[]),
+];
+
+/// Checks `xml` against [`JUNIT_10`]; returns every violation.
+fn junit_violations(xml: &str) -> Vec<String> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let mut stack: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    loop {
+        let event = reader.read_event().expect("well-formed XML");
+        let (e, empty) = match event {
+            Event::Eof => break,
+            Event::Start(e) => (e, false),
+            Event::Empty(e) => (e, true),
+            Event::End(_) => {
+                stack.pop();
+                continue;
+            }
+            _ => continue,
+        };
+        let name = String::from_utf8_lossy(e.name().as_ref()).into_owned();
+        let Some((_, allowed, required, _)) = JUNIT_10.iter().find(|(n, ..)| *n == name) else {
+            out.push(format!("unknown element <{name}>"));
+            continue;
+        };
+        if let Some(parent) = stack.last() {
+            let children = JUNIT_10.iter().find(|(n, ..)| n == parent).map_or(&[][..], |t| t.3);
+            if !children.contains(&name.as_str()) {
+                out.push(format!("<{name}> inside <{parent}>"));
+            }
+        }
+        let attrs: Vec<String> =
+            e.attributes().map(|a| String::from_utf8_lossy(a.unwrap().key.as_ref()).into_owned()).collect();
+        for a in &attrs {
+            if !allowed.contains(&a.as_str()) {
+                out.push(format!("<{name}> has attribute '{a}'"));
+            }
+        }
+        for r in *required {
+            if !attrs.iter().any(|a| a == r) {
+                out.push(format!("<{name}> lacks attribute '{r}'"));
+            }
+        }
+        if !empty {
+            stack.push(name);
+        }
+    }
+    out
+}
+
+#[test]
+fn junit_follows_the_jenkins_schema_with_failures_and_skips() {
+    let mut results = results();
+    results[0].status = Status::Fail;
+    results[0].reason = Some("step 0: \u{1}binary\u{0} in stderr".into());
+    results[1].status = Status::Unsupported;
+    results[2].status = Status::Crash;
+    let summary = Summary::new(&results, vec![results[0].id.clone(), results[2].id.clone()]);
+    let xml = report::junit(&reference_hello(), &results, &summary);
+    assert_eq!(junit_violations(&xml), Vec::<String>::new(), "{xml}");
+    assert!(xml.contains("<failure") && xml.contains("<error") && xml.contains("<skipped"), "{xml}");
+    assert!(xml.contains(r#"name="implementation" value="reference""#), "{xml}");
+}
+
 #[test]
 fn human_report_closes_with_passed_and_failed_counts() {
     let results = results();
