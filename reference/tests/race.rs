@@ -2,7 +2,8 @@
 //! the root with links to an outside canary directory, atomically and in a loop, while the test
 //! runs discovery, nested lookups, reads and listings over and over. Not one canary byte, and not
 //! one canary name, may reach any result or diagnostic, on either resolver (`openat2` and the
-//! forced fallback walk).
+//! forced fallback walk). The same holds for the root-file profile's denylist while AGENTS.md
+//! is swapped between a link to notes.md and a link to .env.
 //!
 //! Each test runs for a bounded wall time (its loop ends at a deadline; nothing about speed is
 //! asserted), at most 20 seconds for the whole file, and prints how many passes it made.
@@ -151,6 +152,38 @@ fn modules_race(confinement: Confinement) {
     assert!(passes > 0 && swaps.load(Ordering::Relaxed) > 0);
 }
 
+fn root_file_race(confinement: Confinement) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    fs::create_dir_all(&root).unwrap();
+    fs::write(root.join("notes.md"), "maintainer notes\n").unwrap();
+    fs::write(root.join(".env"), format!("{CANARY}_KEY=hunter2\n")).unwrap();
+    symlink("notes.md", root.join("AGENTS.md")).unwrap();
+    symlink(".env", root.join("AGENTS.swap")).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let t = swapper(held(&root), "AGENTS.md", "AGENTS.swap", Arc::clone(&stop), Arc::clone(&swaps));
+    let source = Source::Host(HostSource::with_confinement(&root, confinement).unwrap());
+    let config = Config::root_file();
+    let (mut passes, mut read, mut denied) = (0u64, 0u64, 0u64);
+    let deadline = Instant::now() + RUN_FOR;
+    while Instant::now() < deadline {
+        let rf = reference::rootfile::root_file(&source, &config);
+        let shown = format!("{:?} {}", rf.file, rf.section);
+        assert!(!shown.contains(CANARY), "{confinement:?}, pass {passes}: .env reached the prompt: {shown}");
+        read += u64::from(rf.file.is_some());
+        denied += rf.diagnostics.iter().filter(|d| d.code == reference::Code::RootFileDenied).count() as u64;
+        passes += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    t.join().unwrap();
+    eprintln!(
+        "{confinement:?}: {passes} root-file passes, {} swaps, {read} read notes.md, {denied} denied",
+        swaps.load(Ordering::Relaxed)
+    );
+    assert!(passes > 0 && swaps.load(Ordering::Relaxed) > 0);
+}
+
 #[test]
 fn folders_swapped_for_links_out_never_bring_outside_content_with_openat2() {
     modules_race(Confinement::Kernel);
@@ -159,4 +192,14 @@ fn folders_swapped_for_links_out_never_bring_outside_content_with_openat2() {
 #[test]
 fn folders_swapped_for_links_out_never_bring_outside_content_with_the_fallback_walk() {
     modules_race(Confinement::Fallback);
+}
+
+#[test]
+fn a_root_file_swapped_between_links_is_denied_as_the_file_it_opens_with_openat2() {
+    root_file_race(Confinement::Kernel);
+}
+
+#[test]
+fn a_root_file_swapped_between_links_is_denied_as_the_file_it_opens_with_the_fallback_walk() {
+    root_file_race(Confinement::Fallback);
 }
