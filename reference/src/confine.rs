@@ -34,7 +34,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -704,4 +704,116 @@ fn read_entries(place: Place) -> Result<Listing, ListFail> {
         entries.push((OsString::from_vec(name.to_vec()), entry.file_type()));
     }
     Ok(Listing { place, entries })
+}
+
+/// What a file outside any root is opened for ([`open_regular`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Reading.
+    Read,
+    /// Reading and writing (a journal cut back to its last whole record).
+    ReadWrite,
+    /// Appending, creating the file when there is none.
+    Append,
+    /// Writing from empty, creating the file when there is none or emptying the one there.
+    Replace,
+}
+
+impl Access {
+    fn flags(self) -> OFlags {
+        match self {
+            Access::Read => OFlags::RDONLY,
+            Access::ReadWrite => OFlags::RDWR,
+            Access::Append => OFlags::WRONLY | OFlags::APPEND,
+            Access::Replace => OFlags::WRONLY,
+        }
+    }
+
+    fn creates(self) -> bool {
+        matches!(self, Access::Append | Access::Replace)
+    }
+}
+
+/// A file outside any root (a `.git` file, a journal), opened as instruction files are: its
+/// folder resolved one component at a time from `/` (links followed: the path is the host's
+/// own), its last component followed only when `follow_last`, and only a regular file on a real
+/// filesystem opened, looked at before it is opened. A link at the last component that is not
+/// followed is an error, never a way to another file (a journal that is a symlink is refused,
+/// not written through). A file is created, when `access` creates, only where there is none.
+pub(crate) fn open_regular(path: &Path, follow_last: bool, access: Access) -> io::Result<File> {
+    let abs: PathBuf = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
+    let shown = abs.display();
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("'{shown}' {what}"));
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+        return Err(invalid("names no file"));
+    };
+    let start = slash().map_err(fail_to_io)?;
+    // A resolver whose root is `/`: every absolute link target lies below it.
+    let resolver = Root::from_fd(start.fd.try_clone()?, Vec::new());
+    let rel = parent.strip_prefix("/").unwrap_or(parent);
+    let dir = resolver
+        .walk(start, rel.as_os_str(), Scope::Anywhere, true)
+        .and_then(|end| resolver.enter(end))
+        .map_err(fail_to_io)?;
+    let (dir, name, stat) = match look(&dir, name) {
+        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            if !follow_last {
+                return Err(invalid("is a symlink (it is not followed)"));
+            }
+            match resolver.walk(dir, name, Scope::Anywhere, true).map_err(fail_to_io)? {
+                End::Entry { dir, name, stat } => (dir, name, stat),
+                End::Place(_) => return Err(invalid("is not a regular file")),
+            }
+        }
+        Ok(st) => (dir, name.to_os_string(), st),
+        Err(Errno::NOENT) if access.creates() => {
+            // O_EXCL: only a new file, never one that appeared meanwhile (a link included).
+            let flags = access.flags() | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            let fd = rfs::openat(&*dir.fd, name, flags, Mode::from_raw_mode(0o644))?;
+            return Ok(File::from(fd));
+        }
+        Err(e) => return Err(io::Error::from(e)),
+    };
+    match resolver.open_entry_with(&dir, &name, &stat, access.flags() | OFlags::NONBLOCK | OFlags::NOCTTY) {
+        Ok((file, _)) => {
+            if access == Access::Replace {
+                // Emptied only once it is known to be the regular file that was looked at.
+                file.set_len(0)?;
+            }
+            Ok(file)
+        }
+        Err(Refusal::NotRegular) => Err(invalid("is not a regular file")),
+        Err(Refusal::PseudoFs) => Err(invalid("is on a pseudo filesystem (not a regular file)")),
+        Err(Refusal::Gone) => Err(io::Error::from(io::ErrorKind::NotFound)),
+        Err(Refusal::Changed) => Err(io::Error::other(format!("'{shown}' changed while it was opened"))),
+        Err(Refusal::Io(e)) => Err(io::Error::from(e)),
+    }
+}
+
+fn fail_to_io(f: Fail) -> io::Error {
+    match f {
+        Fail::Missing { .. } => io::Error::from(io::ErrorKind::NotFound),
+        other => io::Error::from(match other {
+            Fail::Io(e) => e,
+            Fail::Loop => Errno::LOOP,
+            Fail::NotDir => Errno::NOTDIR,
+            _ => Errno::XDEV,
+        }),
+    }
+}
+
+/// Reads at most `cap` bytes of the regular file at `path` ([`open_regular`]); a longer file is
+/// an error, and never more than `cap + 1` bytes are read.
+pub(crate) fn read_regular(path: &Path, follow_last: bool, cap: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = open_regular(path, follow_last, Access::Read)?;
+    let mut buf = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("'{}' is above the {cap}-byte cap", path.display()),
+        ));
+    }
+    Ok(buf)
 }

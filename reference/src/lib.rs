@@ -63,7 +63,7 @@ pub use config::{Config, CONTEXT_FILE_MAX_BYTES};
 pub use confine::{force_confinement_fallback, Confinement};
 pub use diag::{Code, Diagnostic, Level};
 pub use discover::{instruction_file, modules, sha256_hex, Loaded, Modules};
-pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE};
+pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE, JOURNAL_MAX_LINE_BYTES};
 pub use placement::{place_root, Placement};
 pub use relpath::{Platform, RelPath};
 pub use render::{render, Part};
