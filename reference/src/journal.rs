@@ -5,16 +5,29 @@
 //! An append counts only once it is durable: the line is written whole and `sync_data` returns.
 //! A torn last line (a crash mid-append) is tolerated on restore and cut off before the next
 //! append; a corrupt line anywhere else is an error, because guessing would lose records.
+//!
+//! The journal is only ever a regular file: it is opened without following a link (a journal
+//! that is a symlink is refused, never read, cut or written through), and a resume streams it one
+//! line at a time, no line longer than [`JOURNAL_MAX_LINE_BYTES`], so a journal of gigabytes costs one
+//! line of memory and the records the session keeps.
 
 use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::confine::{open_regular, Access};
+
 /// The journal's file name inside a state directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
+
+/// The longest line a journal holds: an append refuses a longer record (it is not appended, and
+/// the failure is the append's), and a resume reads a longer line as a line that is not a record
+/// (cut when it is the last, torn by a crash; an error anywhere else). A startup prefix of 64
+/// MiB is far beyond any model's context. The default is 64 MiB.
+pub const JOURNAL_MAX_LINE_BYTES: usize = 64 << 20;
 
 /// An instruction identity of an activation record: `{ relPath, sha256, supersedes }`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,56 +128,56 @@ impl std::fmt::Display for JournalError {
 impl std::error::Error for JournalError {}
 
 impl Journal {
-    /// Creates an empty journal in `state_dir`, replacing any earlier one.
+    /// Creates an empty journal in `state_dir`, replacing any earlier one (a symlink there is
+    /// refused, not followed).
     pub fn create(state_dir: &Path) -> Result<Journal, JournalError> {
         fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
         let path = state_dir.join(JOURNAL_FILE);
-        File::create(&path).map_err(JournalError::Io)?;
+        let f = open_regular(&path, false, Access::Replace).map_err(JournalError::Io)?;
+        f.sync_data().map_err(JournalError::Io)?;
         Ok(Journal { path, len: 0, startup: None, active: HashMap::new() })
     }
 
-    /// Opens the journal in `state_dir` and restores its records.
+    /// Opens the journal in `state_dir` and restores its records, streaming it line by line.
     pub fn open(state_dir: &Path) -> Result<Journal, JournalError> {
         let path = state_dir.join(JOURNAL_FILE);
-        let text = match fs::read(&path) {
-            Ok(bytes) => bytes,
+        let mut journal = Journal { path: path.clone(), len: 0, startup: None, active: HashMap::new() };
+        let file = match open_regular(&path, false, Access::ReadWrite) {
+            Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
-                Vec::new()
+                return Ok(journal);
             }
             Err(e) => return Err(JournalError::Io(e)),
         };
-        let mut records = Vec::new();
-        let mut good_end = 0usize;
-        let mut start = 0usize;
+        let mut reader = BufReader::new(file);
+        let mut line = Vec::new();
+        let mut good_end = 0u64;
+        let mut offset = 0u64;
         let mut line_no = 0usize;
-        while start < text.len() {
+        while let Some(read) = next_line(&mut reader, &mut line).map_err(JournalError::Io)? {
             line_no += 1;
-            let rest = text.get(start..).unwrap_or(&[]);
-            let (line, complete, next) = match rest.iter().position(|&b| b == b'\n') {
-                Some(n) => (rest.get(..n).unwrap_or(&[]), true, start + n + 1),
-                None => (rest, false, text.len()),
+            offset += read.consumed;
+            let parsed = if read.oversize {
+                Err(format!("the line is longer than {JOURNAL_MAX_LINE_BYTES} bytes"))
+            } else {
+                serde_json::from_slice::<Record>(&line).map_err(|e| e.to_string())
             };
-            match (serde_json::from_slice::<Record>(line), complete) {
+            match (parsed, read.complete) {
                 (Ok(r), true) => {
-                    records.push(r);
-                    good_end = next;
+                    journal.remember(r);
+                    good_end = offset;
                 }
                 // The last line without its newline, or an unparsable last line: a torn append.
                 (_, false) => break,
-                (Err(_), true) if next >= text.len() => break,
-                (Err(e), true) => return Err(JournalError::Corrupt { line: line_no, message: e.to_string() }),
+                (Err(_), true) if reader.fill_buf().map_err(JournalError::Io)?.is_empty() => break,
+                (Err(message), true) => return Err(JournalError::Corrupt { line: line_no, message }),
             }
-            start = next;
         }
-        if good_end < text.len() {
-            let f = OpenOptions::new().write(true).open(&path).map_err(JournalError::Io)?;
-            f.set_len(good_end as u64).map_err(JournalError::Io)?;
-            f.sync_data().map_err(JournalError::Io)?;
-        }
-        let mut journal = Journal { path, len: 0, startup: None, active: HashMap::new() };
-        for r in records {
-            journal.remember(r);
+        let file = reader.into_inner();
+        if good_end < file.metadata().map_err(JournalError::Io)?.len() {
+            file.set_len(good_end).map_err(JournalError::Io)?;
+            file.sync_data().map_err(JournalError::Io)?;
         }
         Ok(journal)
     }
@@ -172,8 +185,17 @@ impl Journal {
     /// Appends `record` durably; on error nothing counts as appended.
     pub fn append(&mut self, record: Record) -> io::Result<()> {
         let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
+        if line.len() > JOURNAL_MAX_LINE_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a journal record of {} bytes is above the {JOURNAL_MAX_LINE_BYTES}-byte line limit",
+                    line.len()
+                ),
+            ));
+        }
         line.push(b'\n');
-        let mut f = OpenOptions::new().append(true).create(true).open(&self.path)?;
+        let mut f = open_regular(&self.path, false, Access::Append)?;
         f.write_all(&line)?;
         f.sync_data()?;
         self.remember(record);
@@ -211,11 +233,57 @@ impl Journal {
         &self.active
     }
 
-    /// Copies this journal into `state_dir` for a fork, and opens the copy.
+    /// Copies this journal into `state_dir` for a fork, and opens the copy. Neither side is
+    /// followed when it is a link.
     pub fn fork_into(&self, state_dir: &Path) -> Result<Journal, JournalError> {
         fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
-        fs::copy(&self.path, state_dir.join(JOURNAL_FILE)).map_err(JournalError::Io)?;
+        let mut from = open_regular(&self.path, false, Access::Read).map_err(JournalError::Io)?;
+        let mut to = open_regular(&state_dir.join(JOURNAL_FILE), false, Access::Replace).map_err(JournalError::Io)?;
+        io::copy(&mut from, &mut to).map_err(JournalError::Io)?;
+        to.sync_data().map_err(JournalError::Io)?;
         Journal::open(state_dir)
+    }
+}
+
+/// One line as [`next_line`] read it.
+struct LineRead {
+    /// Bytes consumed, the newline included.
+    consumed: u64,
+    /// Whether a newline ended it (the last line of a torn append has none).
+    complete: bool,
+    /// Whether it was longer than [`JOURNAL_MAX_LINE_BYTES`]; then `line` holds nothing of it.
+    oversize: bool,
+}
+
+/// Reads the next line into `line` (without its newline), keeping at most [`JOURNAL_MAX_LINE_BYTES`]
+/// of it in memory: a longer line is consumed to its end and reported oversize. `None` at the
+/// end of the file.
+fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<LineRead>> {
+    line.clear();
+    let mut read = LineRead { consumed: 0, complete: false, oversize: false };
+    loop {
+        let available = reader.fill_buf()?;
+        if available.is_empty() {
+            return Ok((read.consumed > 0).then_some(read));
+        }
+        let (chunk, used, complete) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (available.get(..i).unwrap_or(&[]), i + 1, true),
+            None => (available, available.len(), false),
+        };
+        if !read.oversize {
+            if line.len() + chunk.len() > JOURNAL_MAX_LINE_BYTES {
+                read.oversize = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        reader.consume(used);
+        read.consumed += used as u64;
+        if complete {
+            read.complete = true;
+            return Ok(Some(read));
+        }
     }
 }
 

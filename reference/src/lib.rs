@@ -19,8 +19,29 @@
 //! let out = session.next_request();
 //! assert_eq!(out.activation.unwrap().modules[0].path, ".elowen/rules/api.md");
 //! ```
+//!
+//! # Confinement
+//! A [`HostSource`] lists and reads below its root through directory handles, never path
+//! strings: with `openat2(RESOLVE_BENEATH)` where the kernel offers it, else with its own walk, one
+//! component at a time from the held root ([`Confinement`]). Both give the same answers; to prove
+//! it, a test can force the walk for the sources it opens with [`force_confinement_fallback`], or
+//! for a whole run with the environment variable `REFERENCE_CONFINEMENT=fallback`:
+//!
+//! ```sh
+//! REFERENCE_CONFINEMENT=fallback cargo test -p harness --test scenarios
+//! ```
+//!
+//! # Platform behavior
+//! The host source needs a POSIX system (it is built on rustix); file-client trees
+//! ([`MemSource`]) are plain data and model Windows targets on any system.
+
+#[cfg(not(unix))]
+compile_error!(
+    "the reference's host source confines reads through POSIX directory handles (rustix): build it on a POSIX system"
+);
 
 mod config;
+mod confine;
 mod diag;
 mod discover;
 pub mod frontmatter;
@@ -40,10 +61,11 @@ mod winpath;
 pub mod yaml;
 
 pub use config::{Config, CONTEXT_FILE_MAX_BYTES};
+pub use confine::{force_confinement_fallback, Confinement};
 pub use diag::{Code, Diagnostic, Level};
 pub use discover::{instruction_file, modules, Loaded, Modules};
 pub use hash::sha256_hex;
-pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE};
+pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE, JOURNAL_MAX_LINE_BYTES};
 pub use placement::{place_root, Placement};
 pub use relpath::{Platform, RelPath};
 pub use render::{render, Part};
@@ -51,5 +73,6 @@ pub use resolver::{for_paths, nested_folders};
 pub use section::Call;
 pub use session::{ActivatedModule, Activation, RequestOutcome, Session, SessionError, Startup, ToolResult};
 pub use source::{
-    Entry, EntryKind, Environment, HostSource, MemSource, MemTree, Node, ReadOutcome, Source, ROOT_LISTING_LIMIT,
+    Entry, EntryKind, Environment, HostSource, MemSource, MemTree, Node, ReadOutcome, Source, TargetCheck,
+    ROOT_LISTING_LIMIT,
 };

@@ -16,6 +16,11 @@
 //!
 //! No ancestor walk looks for instruction files; the only upward look is Git's own `.git`
 //! discovery in step 1.
+//!
+//! The `.git` file and the `commondir` are read as instruction files are: regular files on a
+//! real filesystem only, looked at before they are opened, never more than a small cap and one
+//! byte. One that cannot be read so (a FIFO, a device, `/proc`, a file of gigabytes) makes no
+//! linked worktree, and placement goes on with step 2.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,13 +36,27 @@ pub struct Placement {
     pub bound: Option<PathBuf>,
 }
 
+/// How many bytes a `.git` file or a `commondir` may hold. Each holds one path (at most
+/// `PATH_MAX`, 4,096 bytes) and a newline; a longer one is no pointer Git wrote. The default is
+/// 64 KiB.
+const POINTER_FILE_CAP: u64 = 64 * 1024;
+
+/// Reads a Git pointer file: a regular file on a real filesystem only, never more than the cap
+/// and one byte (a FIFO there must not hang placement, nor `/dev/zero` fill memory). The `.git`
+/// file itself is not followed when it is a link (it was looked at without following); a
+/// `commondir` is followed, as Git follows it.
+fn read_pointer(path: &Path, follow: bool) -> Option<String> {
+    let bytes = crate::confine::read_regular(path, follow, POINTER_FILE_CAP).ok()?;
+    String::from_utf8(bytes).ok()
+}
+
 /// The `.git` a linked worktree's `.git` file points at, through `gitdir:` and `commondir`.
 fn linked_common_dir(git_file: &Path) -> Option<PathBuf> {
-    let text = fs::read_to_string(git_file).ok()?;
+    let text = read_pointer(git_file, false)?;
     let gitdir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
     let holder = git_file.parent()?;
     let admin = holder.join(gitdir);
-    let common = fs::read_to_string(admin.join("commondir")).ok()?;
+    let common = read_pointer(&admin.join("commondir"), true)?;
     fs::canonicalize(admin.join(common.trim())).ok()
 }
 

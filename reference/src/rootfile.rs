@@ -147,17 +147,18 @@ pub fn root_file(source: &Source, config: &Config) -> RootFile {
     let Some(path) = found else { return none(diagnostics) };
     // Only a regular file inside the root after links are followed, and only when the denylist
     // passes both the name and the target's name: a link to a key elsewhere reads as no file.
-    let target = source.resolve(&path);
-    let denied_by = [Some(&path), target.as_ref()].into_iter().flatten().find(|p| denied(p)).cloned();
-    if let Some(d) = denied_by {
-        diagnostics.push(Diagnostic::new(
-            Code::RootFileDenied,
-            path.as_str(),
-            format!("'{path}' is refused by the credential denylist (it resolves to '{d}')"),
-        ));
+    // The target is judged as the read resolves it, just before that very file is opened, so a
+    // link swapped between a check and the open cannot slip a key past the denylist.
+    let refusal = |d: &RelPath| {
+        (Code::RootFileDenied, format!("'{path}' is refused by the credential denylist (it resolves to '{d}')"))
+    };
+    if denied(&path) {
+        let (code, message) = refusal(&path);
+        diagnostics.push(Diagnostic::new(code, path.as_str(), message));
         return none(diagnostics);
     }
-    let bytes = match source.read_head(&path, true, config.file_cap) {
+    let check = |target: &RelPath| denied(target).then(|| refusal(target));
+    let bytes = match source.read_head_checked(&path, config.file_cap, &check) {
         ReadOutcome::Bytes(b) => b,
         ReadOutcome::Absent => return none(diagnostics),
         ReadOutcome::Refused(code, message) => {

@@ -10,13 +10,20 @@
 //!   environment yields no files).
 //!
 //! Every read is bounded: the size comes from metadata first, and never more than cap + 1 bytes
-//! are read, so a sparse file of gigabytes costs one `fstat`.
+//! are read, so a sparse file of gigabytes costs one `fstat`. On the host, every listing and
+//! every open starts from the held root directory ([`crate::confine`]): nothing is reached
+//! through a path string, and nothing but a regular file on a real filesystem is opened.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use rustix::fs::FileType;
+
+use crate::confine::{look, requested_confinement, Confinement, End, Fail, ListFail, Place, Refusal, Root, Scope};
 use crate::diag::{Code, Diagnostic};
 use crate::relpath::{Platform, RelPath};
 use crate::winpath;
@@ -124,7 +131,7 @@ impl Source {
     pub fn list(&self, dir: Option<&RelPath>) -> Result<Vec<Entry>, Option<Diagnostic>> {
         match self {
             Source::Nothing => Ok(Vec::new()),
-            Source::Host(h) => Ok(h.list(dir)),
+            Source::Host(h) => h.list(dir),
             Source::Mem(m) => m.list(dir),
         }
     }
@@ -153,19 +160,16 @@ impl Source {
     pub fn find_first(&self, dir: Option<&RelPath>, names: &[String]) -> (Option<RelPath>, Option<Diagnostic>) {
         match self {
             Source::Nothing => (None, None),
-            Source::Host(h) => (h.find_first(dir, names), None),
+            Source::Host(h) => h.find_first(dir, names),
             Source::Mem(m) => m.find_first(dir, names),
         }
     }
 
     /// Reads a file that a walk of real directories under the real root listed as a regular file.
-    /// No realpath is needed for it; should a link have replaced it since the listing, the read
-    /// does not follow it but falls back to the confined read, which resolves it.
+    /// It is read as any confined file is: should a link have replaced it since the listing, the
+    /// read resolves it beneath the root.
     pub fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
-        match self {
-            Source::Host(h) => h.read_listed_file(path, cap),
-            _ => self.read(path, true, cap),
-        }
+        self.read(path, true, cap)
     }
 
     /// Reads at most `max + 1` bytes from the start of `path`, whatever its size, so a caller can
@@ -174,13 +178,27 @@ impl Source {
     pub fn read_head(&self, path: &RelPath, confined: bool, max: u64) -> ReadOutcome {
         match self {
             Source::Nothing => ReadOutcome::Absent,
-            Source::Host(h) => h.read_head(path, confined, max),
-            Source::Mem(m) => match m.read(path, u64::MAX) {
-                ReadOutcome::Bytes(mut b) => {
-                    b.truncate(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
-                    ReadOutcome::Bytes(b)
-                }
-                other => other,
+            Source::Host(h) => h.read_with(path, confined, Bound::Head(max), None),
+            Source::Mem(m) => m.read_head(path, max),
+        }
+    }
+
+    /// Reads the head of `path` as [`Source::read_head`] does, confined, after `check` has passed
+    /// the root-relative path of the file the read resolved to: the very file that is then
+    /// opened, from the same resolution, not a path resolved earlier (a link swapped in between
+    /// cannot slip another file past the check). `check` answers a refusal to stop the read
+    /// before a byte is read. A target outside the root is an escape before it is checked.
+    pub fn read_head_checked(&self, path: &RelPath, max: u64, check: TargetCheck<'_>) -> ReadOutcome {
+        match self {
+            Source::Nothing => ReadOutcome::Absent,
+            Source::Host(h) => h.read_with(path, true, Bound::Head(max), Some(check)),
+            // A file client's tree has no links to follow: the target is the path.
+            Source::Mem(m) => match m.tree.get(path) {
+                Some(Node::File(_)) => match check(path) {
+                    Some((code, message)) => ReadOutcome::Refused(code, message),
+                    None => m.read_head(path, max),
+                },
+                _ => m.read_head(path, max),
             },
         }
     }
@@ -190,11 +208,7 @@ impl Source {
     pub fn resolve(&self, path: &RelPath) -> Option<RelPath> {
         match self {
             Source::Nothing => None,
-            Source::Host(h) => {
-                let real = fs::canonicalize(h.full(Some(path))).ok()?;
-                let rel = real.strip_prefix(&h.root_real).ok()?;
-                RelPath::from_segments(rel.iter().map(|c| c.to_str().unwrap_or("\u{0}")))
-            }
+            Source::Host(h) => h.resolve(path),
             Source::Mem(_) => Some(path.clone()),
         }
     }
@@ -204,32 +218,50 @@ impl Source {
     pub fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
         match self {
             Source::Nothing => ReadOutcome::Absent,
-            Source::Host(h) => h.read(path, confined, cap),
+            Source::Host(h) => h.read_with(path, confined, Bound::Cap(cap), None),
             Source::Mem(m) => m.read(path, cap),
         }
     }
 }
 
-/// The daemon's own filesystem under one realpath-resolved root.
+/// The daemon's own filesystem under one realpath-resolved root, held open: every listing and
+/// every read starts from the root's handle and walks down it ([`crate::confine`]), so a folder
+/// swapped for a link while discovery runs cannot lead a read or a listing outside.
 #[derive(Debug, Clone)]
 pub struct HostSource {
     root_given: String,
     root_real: PathBuf,
-    /// The root directory, held open, for reads the kernel confines ([`open_beneath`]).
-    root_dir: Option<std::sync::Arc<RootDir>>,
+    root: Arc<Root>,
 }
 
+/// A check of the file a read resolved to, before a byte of it is read: `Some` refuses.
+pub type TargetCheck<'a> = &'a dyn Fn(&RelPath) -> Option<(Code, String)>;
+
 impl HostSource {
-    /// A source rooted at `root`, resolved once with realpath.
+    /// A source rooted at `root`, resolved once with realpath and held open. Reads and listings
+    /// are confined by `openat2` where the kernel offers it, else by the reference's own walk
+    /// (see [`force_confinement_fallback`](crate::force_confinement_fallback)).
     pub fn new(root: &Path) -> io::Result<HostSource> {
+        HostSource::with_confinement(root, requested_confinement())
+    }
+
+    /// A source rooted at `root` that uses `confinement` where it can: [`Confinement::Kernel`]
+    /// still falls back to the walk where `openat2` is missing or refused. For tests that prove
+    /// both resolvers give one answer.
+    pub fn with_confinement(root: &Path, confinement: Confinement) -> io::Result<HostSource> {
         let root_real = fs::canonicalize(root)?;
-        let root_dir = RootDir::open(&root_real).map(std::sync::Arc::new);
-        Ok(HostSource { root_given: root.to_string_lossy().into_owned(), root_real, root_dir })
+        let held = Root::open(&root_real, confinement)?;
+        Ok(HostSource { root_given: root.to_string_lossy().into_owned(), root_real, root: Arc::new(held) })
     }
 
     /// The realpath of the root.
     pub fn root_real(&self) -> &Path {
         &self.root_real
+    }
+
+    /// The resolver this source confines with.
+    pub fn confinement(&self) -> Confinement {
+        self.root.confinement()
     }
 
     fn within(&self, path: &str) -> Option<RelPath> {
@@ -245,238 +277,291 @@ impl HostSource {
         }
     }
 
-    fn classify(&self, path: &Path, ft: fs::FileType) -> EntryKind {
-        if ft.is_symlink() {
-            match fs::canonicalize(path) {
-                Err(e) => EntryKind::LinkBroken(e.to_string()),
-                Ok(real) if !real.starts_with(&self.root_real) || real == self.root_real => {
-                    if real == self.root_real {
-                        EntryKind::LinkInsideDir
-                    } else {
-                        EntryKind::LinkOutside
-                    }
+    /// Walks `path` below the root, confined. When the walk meets a step out of the root (a link
+    /// out, or a chain that passes outside), the path's realpath is asked for a candidate inside
+    /// the root and that is walked again, confined: confinement judges the final target
+    /// (D-LINK-7), and realpath only proposes, it never opens.
+    fn walk_confined(&self, path: &RelPath, follow_last: bool) -> Result<End, Fail> {
+        match self.root.walk(self.root.place(), OsStr::new(path.as_str()), Scope::Beneath, follow_last) {
+            Err(Fail::Escape) => {
+                let real = fs::canonicalize(self.full(Some(path))).map_err(|e| match e.raw_os_error() {
+                    Some(n) => Fail::Io(rustix::io::Errno::from_raw_os_error(n)),
+                    None => Fail::Missing { link: true },
+                })?;
+                let rel = real.strip_prefix(&self.root_real).map_err(|_| Fail::Escape)?;
+                if rel.as_os_str().is_empty() {
+                    return Err(Fail::Escape);
                 }
-                Ok(real) => match fs::metadata(&real) {
-                    Ok(md) if md.is_dir() => EntryKind::LinkInsideDir,
-                    Ok(_) => EntryKind::LinkInsideFile,
-                    Err(e) => EntryKind::LinkBroken(e.to_string()),
-                },
+                self.root.walk(self.root.place(), rel.as_os_str(), Scope::Beneath, true)
             }
-        } else if ft.is_dir() {
-            EntryKind::Dir
-        } else if ft.is_file() {
-            EntryKind::File
-        } else {
-            EntryKind::Other
-        }
-    }
-
-    fn list(&self, dir: Option<&RelPath>) -> Vec<Entry> {
-        let Ok(rd) = fs::read_dir(self.full(dir)) else {
-            return Vec::new();
-        };
-        let mut out: Vec<Entry> = rd
-            .filter_map(Result::ok)
-            .filter_map(|de| {
-                // A name that is not UTF-8 has no /-form path; it can hold no instruction file
-                // the suite can name, so it is passed over.
-                let name = de.file_name().into_string().ok()?;
-                let ft = de.file_type().ok()?;
-                Some(Entry { kind: self.classify(&de.path(), ft), name })
-            })
-            .collect();
-        out.sort_by(|a, b| a.name.cmp(&b.name));
-        out
-    }
-
-    fn entry_kind(&self, path: &RelPath) -> Option<EntryKind> {
-        let full = self.full(Some(path));
-        let md = fs::symlink_metadata(&full).ok()?;
-        Some(self.classify(&full, md.file_type()))
-    }
-
-    fn find_first(&self, dir: Option<&RelPath>, names: &[String]) -> Option<RelPath> {
-        let base = self.full(dir);
-        names.iter().find_map(|name| {
-            let md = fs::symlink_metadata(base.join(name)).ok()?;
-            // A directory of that name is not an instruction file; a link to one neither.
-            let is_dir =
-                md.is_dir() || (md.file_type().is_symlink() && fs::metadata(base.join(name)).is_ok_and(|m| m.is_dir()));
-            if is_dir {
-                return None;
-            }
-            match dir {
-                Some(d) => d.join(name),
-                None => RelPath::parse(name),
-            }
-        })
-    }
-
-    fn read_head(&self, path: &RelPath, confined: bool, max: u64) -> ReadOutcome {
-        self.read_with(path, confined, Bound::Head(max))
-    }
-
-    fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
-        // A confined open resolves in the kernel at no extra cost; realpath is what costs.
-        if self.root_dir.is_some() {
-            return self.read_with(path, true, Bound::Cap(cap));
-        }
-        match read_bounded(&self.full(Some(path)), path, Bound::Cap(cap), true) {
-            // ELOOP: the last component is a link now. Resolve it as any link is resolved.
-            ReadOutcome::Refused(Code::FileUnreadable, _) => self.read(path, true, cap),
             other => other,
         }
     }
 
-    fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
-        self.read_with(path, confined, Bound::Cap(cap))
+    /// What a link entry `name` of the listed directory `dir` (found as `path`) is, judged by
+    /// where its chain ends.
+    fn classify_link(&self, dir: &Place, name: &OsStr, path: &RelPath) -> EntryKind {
+        let first = self.root.walk(dir.clone(), name, Scope::Beneath, true);
+        let end = match first {
+            Err(Fail::Escape) => match fs::canonicalize(self.full(Some(path))) {
+                Err(e) => return EntryKind::LinkBroken(e.to_string()),
+                Ok(real) if real == self.root_real => return EntryKind::LinkInsideDir,
+                Ok(real) => match real.strip_prefix(&self.root_real) {
+                    Err(_) => return EntryKind::LinkOutside,
+                    Ok(rel) => self.root.walk(self.root.place(), rel.as_os_str(), Scope::Beneath, true),
+                },
+            },
+            other => other,
+        };
+        match end {
+            Ok(End::Place(_)) => EntryKind::LinkInsideDir,
+            Ok(End::Entry { stat, .. }) if FileType::from_raw_mode(stat.st_mode) == FileType::Directory => {
+                EntryKind::LinkInsideDir
+            }
+            Ok(End::Entry { .. }) => EntryKind::LinkInsideFile,
+            Err(Fail::Escape) => EntryKind::LinkOutside,
+            Err(f) => EntryKind::LinkBroken(f.reason()),
+        }
     }
 
-    fn read_with(&self, path: &RelPath, confined: bool, bound: Bound) -> ReadOutcome {
-        if confined {
-            if let Some(opened) = self.root_dir.as_ref().and_then(|d| d.open_beneath(path)) {
-                let opened = match opened {
-                    // The kernel refuses an absolute link, or a `..` that steps out and back in,
-                    // even when the final target lies inside the root; confinement judges the
-                    // final target (D-LINK-7). So resolve it, and open its real path beneath the
-                    // root again: a link swapped in meanwhile is still refused.
-                    Err(Beneath::Escape) => match self.target(path, true) {
-                        Ok(real) => match real
-                            .strip_prefix(&self.root_real)
-                            .ok()
-                            .and_then(|r| RelPath::from_segments(r.iter().map(|c| c.to_str().unwrap_or("\u{0}"))))
-                        {
-                            Some(rel) => self
-                                .root_dir
-                                .as_ref()
-                                .and_then(|d| d.open_beneath(&rel))
-                                .unwrap_or(Err(Beneath::Escape)),
-                            None => Err(Beneath::Escape),
-                        },
-                        Err(refusal) => return refusal,
-                    },
-                    other => other,
-                };
-                return match opened {
-                    Ok(file) => read_open(file, path, bound),
-                    Err(Beneath::Escape) => ReadOutcome::Refused(
+    fn kind_of(&self, dir: &Place, name: &OsStr, ft: FileType, path: &RelPath) -> EntryKind {
+        let ft = if ft == FileType::Unknown {
+            match look(dir, name) {
+                Ok(st) => FileType::from_raw_mode(st.st_mode),
+                Err(_) => FileType::Unknown,
+            }
+        } else {
+            ft
+        };
+        match ft {
+            FileType::Symlink => self.classify_link(dir, name, path),
+            FileType::Directory => EntryKind::Dir,
+            FileType::RegularFile => EntryKind::File,
+            _ => EntryKind::Other,
+        }
+    }
+
+    /// Lists `dir` through its handle. A folder that cannot be listed is reported
+    /// (`file.unreadable`), never silently empty; one that became a link meanwhile is judged as
+    /// the walk would judge that link's entry.
+    fn list(&self, dir: Option<&RelPath>) -> Result<Vec<Entry>, Option<Diagnostic>> {
+        let names: Vec<OsString> = dir.map_or_else(Vec::new, |d| d.segments().map(OsString::from).collect());
+        let shown = dir.map_or("", RelPath::as_str);
+        let listing = match self.root.list(&names) {
+            Ok(l) => l,
+            Err(ListFail::Gone) => return Ok(Vec::new()),
+            Err(ListFail::Io(e)) => {
+                return Err(Some(Diagnostic::new(
+                    Code::FileUnreadable,
+                    shown,
+                    format!("'{shown}' cannot be listed ({})", io::Error::from(e)),
+                )))
+            }
+            Err(ListFail::Link { parent, name }) => {
+                let Some(at) = link_path(&parent, &name) else { return Ok(Vec::new()) };
+                return match self.classify_link(&parent, &name, &at) {
+                    EntryKind::LinkOutside => Err(Some(Diagnostic::new(
                         Code::InstructionModuleEscape,
-                        format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
-                    ),
-                    Err(Beneath::NotFound) if fs::symlink_metadata(self.full(Some(path))).is_err() => {
-                        ReadOutcome::Absent
-                    }
-                    Err(Beneath::NotFound) => {
-                        ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' is a link that does not resolve"))
-                    }
-                    Err(Beneath::Other(e)) => {
-                        ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({e})"))
-                    }
+                        at.as_str(),
+                        format!("'{at}' is a symlink out of the project (it is not walked)"),
+                    ))),
+                    // A link inside the root is not walked (D-LINK-2).
+                    _ => Ok(Vec::new()),
                 };
             }
-        }
-        match self.target(path, confined) {
-            Ok(target) => read_bounded(&target, path, bound, false),
-            Err(refusal) => refusal,
+        };
+        let mut out: Vec<Entry> = listing
+            .entries
+            .into_iter()
+            .filter_map(|(name, ft)| {
+                // A name that is not UTF-8 has no /-form path; it can hold no instruction file
+                // the suite can name, so it is passed over.
+                let text = name.to_str()?.to_string();
+                let path = match dir {
+                    Some(d) => d.join(&text)?,
+                    None => RelPath::parse(&text)?,
+                };
+                Some(Entry { kind: self.kind_of(&listing.place, &name, ft, &path), name: text })
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    /// What the entry at `path` is. An entry in a folder that cannot be searched is answered as
+    /// a directory, so that listing it reports why: an unreadable folder is never silently absent.
+    fn entry_kind(&self, path: &RelPath) -> Option<EntryKind> {
+        match self.root.walk(self.root.place(), OsStr::new(path.as_str()), Scope::Beneath, false) {
+            Ok(End::Place(_)) => Some(EntryKind::Dir),
+            Ok(End::Entry { dir, name, stat }) => {
+                Some(self.kind_of(&dir, &name, FileType::from_raw_mode(stat.st_mode), path))
+            }
+            // A folder on the way became a link out since it was looked at.
+            Err(Fail::Escape) => Some(EntryKind::LinkOutside),
+            Err(Fail::Io(rustix::io::Errno::ACCESS)) => Some(EntryKind::Dir),
+            Err(_) => None,
         }
     }
 
-    /// The file to open for `path`: confined, its real path inside the root; otherwise the path
-    /// itself, links followed by the open.
-    fn target(&self, path: &RelPath, confined: bool) -> Result<PathBuf, ReadOutcome> {
-        let full = self.full(Some(path));
-        if !confined {
-            return Ok(full);
+    /// The first of `names` present in `dir` as a non-directory. The folder is reached as the
+    /// touched path names it, links followed wherever they point: a file found through a link
+    /// out is then refused by the confined read (D-LINK-4). A folder that cannot be searched is
+    /// reported.
+    fn find_first(&self, dir: Option<&RelPath>, names: &[String]) -> (Option<RelPath>, Option<Diagnostic>) {
+        let shown = dir.map_or("", RelPath::as_str);
+        let unsearchable = |e: String| {
+            Some(Diagnostic::new(Code::FileUnreadable, shown, format!("'{shown}' cannot be searched ({e})")))
+        };
+        let place = match dir {
+            None => self.root.place(),
+            Some(d) => {
+                let names: Vec<OsString> = d.segments().map(OsString::from).collect();
+                let reached = match self.root.kernel_dir(&names, Root::walk_flags()) {
+                    Some(place) => Ok(place),
+                    None => self
+                        .root
+                        .walk(self.root.place(), OsStr::new(d.as_str()), Scope::Anywhere, true)
+                        .and_then(|end| self.root.enter(end)),
+                };
+                match reached {
+                    Ok(p) => p,
+                    Err(Fail::Io(e)) => return (None, unsearchable(io::Error::from(e).to_string())),
+                    // No such folder (or a file, a dangling link, a loop): nothing is present.
+                    Err(_) => return (None, None),
+                }
+            }
+        };
+        for name in names {
+            let stat = match look(&place, OsStr::new(name)) {
+                Ok(s) => s,
+                Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => continue,
+                Err(e) => return (None, unsearchable(io::Error::from(e).to_string())),
+            };
+            let is_dir = match FileType::from_raw_mode(stat.st_mode) {
+                FileType::Directory => true,
+                // A link to a directory is not present either (D-NEST-1).
+                FileType::Symlink => match self.root.walk(place.clone(), OsStr::new(name), Scope::Anywhere, true) {
+                    Ok(End::Place(_)) => true,
+                    Ok(End::Entry { stat, .. }) => FileType::from_raw_mode(stat.st_mode) == FileType::Directory,
+                    Err(_) => false,
+                },
+                _ => false,
+            };
+            if is_dir {
+                continue;
+            }
+            let found = match dir {
+                Some(d) => d.join(name),
+                None => RelPath::parse(name),
+            };
+            return (found, None);
         }
-        match fs::canonicalize(&full) {
-            Ok(real) if real.starts_with(&self.root_real) && real != self.root_real => Ok(real),
-            Ok(_) => Err(ReadOutcome::Refused(
+        (None, None)
+    }
+
+    /// The root-relative path `path` resolves to after links, when it resolves inside the root.
+    fn resolve(&self, path: &RelPath) -> Option<RelPath> {
+        match self.walk_confined(path, true).ok()? {
+            End::Entry { dir, name, .. } => target_path(&dir, &name),
+            End::Place(p) => rel_of(p.names_below_root()?.iter().map(OsString::as_os_str)),
+        }
+    }
+
+    fn read_with(&self, path: &RelPath, confined: bool, bound: Bound, check: Option<TargetCheck<'_>>) -> ReadOutcome {
+        match self.open_for_read(path, confined, check) {
+            Ok((file, size)) => read_open(file, size, path, bound),
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// Opens `path` for reading: confined, it must resolve inside the root (modules and nested
+    /// files); otherwise links are followed wherever they point (the root file). Either way only
+    /// a regular file on a real filesystem is opened. `check` judges the root-relative path of
+    /// the file that is then opened, from the same resolution.
+    fn open_for_read(
+        &self,
+        path: &RelPath,
+        confined: bool,
+        check: Option<TargetCheck<'_>>,
+    ) -> Result<(fs::File, u64), ReadOutcome> {
+        let refused = |code, message: String| Err(ReadOutcome::Refused(code, message));
+        if confined && check.is_none() {
+            match self.root.kernel_open(path.as_str()) {
+                Some(Ok((file, stat))) => return Ok((file, file_size(&stat))),
+                Some(Err(r)) => return Err(refusal(path, r)),
+                None => {}
+            }
+        }
+        let walked = if confined {
+            self.walk_confined(path, true)
+        } else {
+            self.root.walk(self.root.place(), OsStr::new(path.as_str()), Scope::Anywhere, true)
+        };
+        match walked {
+            Ok(End::Entry { dir, name, stat }) => {
+                if let Some(check) = check {
+                    if let Some((code, message)) = target_path(&dir, &name).and_then(|t| check(&t)) {
+                        return refused(code, message);
+                    }
+                }
+                match self.root.open_entry(&dir, &name, &stat) {
+                    Ok((file, stat)) => Ok((file, file_size(&stat))),
+                    Err(r) => Err(refusal(path, r)),
+                }
+            }
+            Ok(End::Place(_)) => Err(refusal(path, Refusal::NotRegular)),
+            Err(Fail::Escape) => refused(
                 Code::InstructionModuleEscape,
                 format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
-            )),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && fs::symlink_metadata(&full).is_err() => {
-                Err(ReadOutcome::Absent)
+            ),
+            // The root file follows links as the open does: a dangling one is no file.
+            Err(Fail::Missing { link: true }) if confined => {
+                refused(Code::FileUnreadable, format!("'{path}' is a link that does not resolve"))
             }
-            Err(e) => Err(ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be resolved ({e})"))),
+            Err(Fail::Missing { .. }) => Err(ReadOutcome::Absent),
+            Err(f) => refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({})", f.reason())),
         }
     }
 }
 
-/// Why a confined open failed.
-#[derive(Debug)]
-enum Beneath {
-    /// Resolving the path would leave the root (through a link, or `..` in a link's target).
-    Escape,
-    /// Nothing at the end of the path (a missing file, or a dangling link).
-    NotFound,
-    /// Anything else: a link loop, a permission, an I/O error.
-    Other(io::Error),
+/// The root-relative path of the entry `name` of `dir`, when `dir` lies below the root (names
+/// that are not UTF-8 are judged by their lossy form).
+fn target_path(dir: &Place, name: &OsStr) -> Option<RelPath> {
+    let names = dir.names_below_root()?;
+    rel_of(names.iter().map(OsString::as_os_str).chain(std::iter::once(name)))
 }
 
-/// The root directory, held open so that reads below it can be confined by the kernel.
-#[derive(Debug)]
-struct RootDir {
-    #[cfg(target_os = "linux")]
-    fd: rustix::fd::OwnedFd,
+/// The /-form path of the link `name` in `parent` below the root.
+fn link_path(parent: &Place, name: &OsStr) -> Option<RelPath> {
+    let names = parent.names_below_root()?;
+    RelPath::from_segments(
+        names.iter().map(|n| n.to_str()).chain(std::iter::once(name.to_str())).collect::<Option<Vec<&str>>>()?,
+    )
 }
 
-impl RootDir {
-    /// Opens the root directory for [`RootDir::open_beneath`]; `None` where that is not
-    /// available, and reads fall back to realpath-then-open.
-    ///
-    /// # Platform behavior
-    /// Linux only (it needs `openat2`, Linux 5.6 and later); elsewhere always `None`.
-    fn open(root: &Path) -> Option<RootDir> {
-        #[cfg(target_os = "linux")]
-        {
-            use rustix::fs::{Mode, OFlags};
-            let fd = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok()?;
-            let probe = RootDir { fd };
-            // A kernel without openat2 answers ENOSYS: then there is no point holding the root.
-            match probe.open_beneath_raw(".") {
-                Err(rustix::io::Errno::NOSYS) => None,
-                _ => Some(probe),
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = root;
-            None
-        }
-    }
+fn rel_of<'a>(names: impl Iterator<Item = &'a OsStr>) -> Option<RelPath> {
+    let lossy: Vec<String> = names.map(|n| n.to_string_lossy().into_owned()).collect();
+    RelPath::from_segments(lossy.iter().map(String::as_str))
+}
 
-    #[cfg(target_os = "linux")]
-    fn open_beneath_raw(&self, rel: &str) -> Result<rustix::fd::OwnedFd, rustix::io::Errno> {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        rustix::fs::openat2(
-            &self.fd,
-            rel,
-            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        )
-    }
+fn file_size(stat: &rustix::fs::Stat) -> u64 {
+    u64::try_from(stat.st_size).unwrap_or(0)
+}
 
-    /// Opens `rel` so that no step of its resolution leaves the root: the kernel follows links
-    /// inside the root and refuses the rest (`openat2` with `RESOLVE_BENEATH`). There is no
-    /// window between checking and opening in which a swapped link could lead out, as there is
-    /// with realpath-then-open. `None` when the kernel cannot do it.
-    fn open_beneath(&self, rel: &RelPath) -> Option<Result<fs::File, Beneath>> {
-        #[cfg(target_os = "linux")]
-        {
-            use rustix::io::Errno;
-            match self.open_beneath_raw(rel.as_str()) {
-                Ok(fd) => Some(Ok(fs::File::from(fd))),
-                Err(Errno::NOSYS) => None,
-                Err(Errno::XDEV) => Some(Err(Beneath::Escape)),
-                Err(Errno::NOENT) => Some(Err(Beneath::NotFound)),
-                Err(e) => Some(Err(Beneath::Other(io::Error::from(e)))),
-            }
+/// The read outcome of a refused open.
+fn refusal(path: &RelPath, r: Refusal) -> ReadOutcome {
+    match r {
+        Refusal::NotRegular => ReadOutcome::Refused(Code::FileNotRegular, format!("'{path}' is not a regular file")),
+        Refusal::PseudoFs => ReadOutcome::Refused(
+            Code::FileNotRegular,
+            format!("'{path}' is on a pseudo filesystem such as /proc (not a regular file; it is never read)"),
+        ),
+        Refusal::Gone => ReadOutcome::Absent,
+        Refusal::Changed => {
+            ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' changed while it was opened (not read)"))
         }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = rel;
-            None
+        Refusal::Io(e) => {
+            ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({})", io::Error::from(e)))
         }
     }
 }
@@ -490,39 +575,13 @@ enum Bound {
     Head(u64),
 }
 
-/// Opens without blocking (a FIFO must not hang discovery), and without following a final link
-/// when `no_follow`; checks the opened file's own metadata, and reads at most `cap + 1` bytes.
-fn read_bounded(target: &Path, path: &RelPath, bound: Bound, no_follow: bool) -> ReadOutcome {
-    let mut opts = fs::OpenOptions::new();
-    opts.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.custom_flags(libc::O_NONBLOCK | if no_follow { libc::O_NOFOLLOW } else { 0 });
-    }
-    #[cfg(not(unix))]
-    let _ = no_follow;
-    match opts.open(target) {
-        Ok(file) => read_open(file, path, bound),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => ReadOutcome::Absent,
-        Err(e) => ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be opened ({e})")),
-    }
-}
-
-/// Checks an opened file's own metadata and reads at most `cap + 1` bytes of it.
-fn read_open(file: fs::File, path: &RelPath, bound: Bound) -> ReadOutcome {
-    let md = match file.metadata() {
-        Ok(md) => md,
-        Err(e) => return ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be inspected ({e})")),
-    };
-    if !md.is_file() {
-        return ReadOutcome::Refused(Code::FileNotRegular, format!("'{path}' is not a regular file"));
-    }
+/// Reads at most `cap + 1` bytes of an opened regular file of `size` bytes (its `fstat`).
+fn read_open(file: fs::File, size: u64, path: &RelPath, bound: Bound) -> ReadOutcome {
     let limit = match bound {
-        Bound::Cap(cap) if md.len() > cap => return oversized(path, md.len(), cap),
+        Bound::Cap(cap) if size > cap => return oversized(path, size, cap),
         Bound::Cap(n) | Bound::Head(n) => n,
     };
-    let mut buf = Vec::with_capacity(usize::try_from(md.len().min(limit.saturating_add(1))).unwrap_or(0));
+    let mut buf = Vec::with_capacity(usize::try_from(size.min(limit.saturating_add(1))).unwrap_or(0));
     if let Err(e) = file.take(limit.saturating_add(1)).read_to_end(&mut buf) {
         return ReadOutcome::Refused(Code::FileUnreadable, format!("'{path}' cannot be read ({e})"));
     }
@@ -783,6 +842,16 @@ impl MemSource {
         (None, None)
     }
 
+    fn read_head(&self, path: &RelPath, max: u64) -> ReadOutcome {
+        match self.read(path, u64::MAX) {
+            ReadOutcome::Bytes(mut b) => {
+                b.truncate(usize::try_from(max.saturating_add(1)).unwrap_or(usize::MAX));
+                ReadOutcome::Bytes(b)
+            }
+            other => other,
+        }
+    }
+
     fn read(&self, path: &RelPath, cap: u64) -> ReadOutcome {
         if self.available().is_err() {
             return ReadOutcome::Absent;
@@ -834,12 +903,10 @@ mod tests {
         assert_eq!(s.find_first(None, &["AGENTS.md".to_string()]), (None, None));
     }
 
-    /// On Linux the kernel confines reads: a link out is refused by `openat2` itself, a link
-    /// inside is followed, and a nested absolute link to an in-root file is still followed
-    /// (through the realpath fallback).
-    #[cfg(target_os = "linux")]
+    /// Both resolvers follow links inside the root, a nested absolute link to an in-root file
+    /// too (D-LINK-7), and refuse a link out.
     #[test]
-    fn kernel_confined_reads_follow_links_inside_and_refuse_links_out() {
+    fn confined_reads_follow_links_inside_and_refuse_links_out_on_both_resolvers() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("root");
         std::fs::create_dir_all(root.join("docs")).unwrap();
@@ -848,13 +915,31 @@ mod tests {
         std::os::unix::fs::symlink("docs/a.md", root.join("rel.md")).unwrap();
         std::os::unix::fs::symlink(root.join("docs/a.md"), root.join("abs.md")).unwrap();
         std::os::unix::fs::symlink("../secret.md", root.join("out.md")).unwrap();
-        let s = HostSource::new(&root).unwrap();
-        let d = s.root_dir.as_ref().expect("openat2 is available on the CI kernel");
-        assert!(matches!(d.open_beneath(&rp("out.md")), Some(Err(Beneath::Escape))));
-        assert!(matches!(d.open_beneath(&rp("rel.md")), Some(Ok(_))));
-        assert_eq!(s.read(&rp("rel.md"), true, 100), ReadOutcome::Bytes(b"inside".to_vec()));
-        assert_eq!(s.read(&rp("abs.md"), true, 100), ReadOutcome::Bytes(b"inside".to_vec()));
-        assert!(matches!(s.read(&rp("out.md"), true, 100), ReadOutcome::Refused(Code::InstructionModuleEscape, _)));
+        std::os::unix::fs::symlink(dir.path().join("secret.md"), root.join("absout.md")).unwrap();
+        for confinement in [Confinement::Kernel, Confinement::Fallback] {
+            let s = HostSource::with_confinement(&root, confinement).unwrap();
+            assert_eq!(s.read_with(&rp("rel.md"), true, Bound::Cap(100), None), ReadOutcome::Bytes(b"inside".to_vec()));
+            assert_eq!(s.read_with(&rp("abs.md"), true, Bound::Cap(100), None), ReadOutcome::Bytes(b"inside".to_vec()));
+            for out in ["out.md", "absout.md"] {
+                let got = s.read_with(&rp(out), true, Bound::Cap(100), None);
+                assert!(
+                    matches!(got, ReadOutcome::Refused(Code::InstructionModuleEscape, _)),
+                    "{confinement:?} {out}: {got:?}"
+                );
+            }
+            assert_eq!(s.resolve(&rp("abs.md")), Some(rp("docs/a.md")));
+        }
+    }
+
+    /// The CI kernel has openat2; the probe must find it unless the fallback is forced.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_kernel_resolver_is_used_where_openat2_works() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = HostSource::with_confinement(dir.path(), Confinement::Kernel).unwrap();
+        assert_eq!(s.confinement(), Confinement::Kernel);
+        let s = HostSource::with_confinement(dir.path(), Confinement::Fallback).unwrap();
+        assert_eq!(s.confinement(), Confinement::Fallback);
     }
 
     #[test]
@@ -863,7 +948,7 @@ mod tests {
         let f = std::fs::File::create(dir.path().join("big.md")).unwrap();
         f.set_len(8 << 30).unwrap();
         let s = HostSource::new(dir.path()).unwrap();
-        let out = s.read(&rp("big.md"), true, 262_144);
+        let out = Source::Host(s).read(&rp("big.md"), true, 262_144);
         assert!(matches!(out, ReadOutcome::Refused(Code::ContextFileOversized, _)));
     }
 }

@@ -1,0 +1,158 @@
+#!/usr/bin/env node
+// Adapter (protocol 2, persistent mode) for the instruction loader of @google/gemini-cli-core 0.61.0,
+// run against the MODULES profile (seed 000). It drives the package's own code, unchanged:
+//
+//   start         MemoryContextManager.refresh()  (context/memoryContextManager.js:21), the startup
+//                 memory discovery Config.initialize() runs (config/config.js:871-872); the startup
+//                 prefix is its project memory, getEnvironmentMemory(), split per file.
+//   touch         discoverJitContext(config, path)  (tools/jit-context.js:16), what read_file,
+//                 write_file, replace and list_directory call after they succeed, which calls
+//                 loadJitSubdirectoryMemory (utils/memoryDiscovery.js:341).
+//   next_request  the JIT text those tool results carried to the model, as one activation.
+//   compact       nothing: chat compression never resets the loader (core/client.js:817-840).
+//   restart       a new session (`gemini --resume`): Config.initialize() builds a new
+//                 MemoryContextManager and refreshes it from disk; no loader state survives.
+//
+// The context file name is set to AGENTS.md the way Config does it (config/config.js:753-755:
+// setGeminiMdFilename, which adds the name in front of the default GEMINI.md). Nothing global is
+// read: GEMINI_CLI_HOME points at a directory that does not exist, there are no extensions and no
+// user project memory, and memoryBoundaryMarkers is [] so the loader never probes the folders above
+// the root for a .git (see README.md). Observations report what the loader sends, as it sends it.
+import fs from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+import util from 'node:util';
+import { createHash } from 'node:crypto';
+
+// The package logs through console.debug/console.log, which write to stdout: stdout belongs to
+// the protocol, so every console method goes to stderr before the package is loaded (the
+// loader's many [DEBUG] lines only with GEMINI_ADAPTER_DEBUG=1, to keep the stderr tail useful).
+for (const k of ['log', 'info', 'debug', 'warn', 'error']) {
+  const quiet = k === 'debug' && process.env.GEMINI_ADAPTER_DEBUG !== '1';
+  console[k] = quiet ? () => {} : (...args) => process.stderr.write(`${util.format(...args)}\n`);
+}
+const pkg = '@google/gemini-cli-core/dist/src';
+const { MemoryContextManager } = await import(`${pkg}/context/memoryContextManager.js`);
+const { discoverJitContext, JIT_CONTEXT_PREFIX, JIT_CONTEXT_SUFFIX } = await import(`${pkg}/tools/jit-context.js`);
+const { setGeminiMdFilename } = await import(`${pkg}/tools/memoryTool.js`);
+const { readGeminiMdFiles } = await import(`${pkg}/utils/memoryDiscovery.js`);
+const { version } = JSON.parse(fs.readFileSync(new URL('./node_modules/@google/gemini-cli-core/package.json', import.meta.url)));
+
+setGeminiMdFilename('AGENTS.md'); // settings.json "context": {"fileName": "AGENTS.md"}
+
+const HELLO = {
+  name: 'gemini-cli-core', version, language: 'typescript', profiles: ['modules'],
+  // No rule_modules (it has no .elowen/rules), no fork, no cold clearing, no journal to fail.
+  capabilities: ['nested_files', 'compaction', 'restart'],
+};
+// The gemini tools that call discoverJitContext after a successful run, by the suite's tool names.
+const JIT_TOOLS = new Set(['read', 'read_file', 'write', 'write_file', 'edit', 'replace', 'list',
+  'ls', 'list_directory']);
+
+const sha = (s) => createHash('sha256').update(s, 'utf8').digest('hex');
+
+// GEMINI_ADAPTER_UNTRIMMED=1 is a debugging aid, not what the loader sends: it reports each file
+// as readGeminiMdFiles read it, before concatenateInstructions trims it, so that the suite can show
+// what else differs in cases whose only first difference is the trim. Never use it for the gate.
+const UNTRIMMED = process.env.GEMINI_ADAPTER_UNTRIMMED === '1';
+
+/** concatenateInstructions' blocks (utils/memoryDiscovery.js:202-215) -> [{path, content}]. */
+async function split(text, root) {
+  const out = [];
+  const re = /--- Context from: (.+?) ---\n([\s\S]*?)\n--- End of Context from: \1 ---/g;
+  for (const m of text.matchAll(re)) {
+    const content = UNTRIMMED ? (await readGeminiMdFiles([m[1]], 'tree', []))[0].content : m[2];
+    out.push({ path: path.relative(root, m[1]), content });
+  }
+  return out;
+}
+
+class Session {
+  constructor(open) {
+    if (open.profile !== 'modules') throw new Error(`profile '${open.profile}' is not supported`);
+    if (open.platform !== 'posix') throw new Error(`platform '${open.platform}' is not implemented`);
+    if (open.placement) throw new Error('root placement is not implemented');
+    this.root = open.root;
+    this.pending = []; // JIT texts of the tool results since the last model request
+    fs.mkdirSync(open.state_dir, { recursive: true });
+    process.env.GEMINI_CLI_HOME = path.join(open.state_dir, 'no-gemini-home'); // never created
+    const root = this.root;
+    this.config = {
+      isTrustedFolder: () => true,
+      getWorkspaceContext: () => ({ getDirectories: () => [root] }),
+      getMemoryBoundaryMarkers: () => [],
+      getExtensionLoader: () => ({ getExtensions: () => [] }),
+      storage: { getProjectMemoryDir: () => path.join(open.state_dir, 'no-project-memory') },
+      getImportFormat: () => 'tree',
+      getMcpClientManager: () => undefined,
+      getMemoryContextManager: () => this.manager,
+    };
+    this.manager = new MemoryContextManager(this.config);
+  }
+
+  async start() {
+    await this.manager.refresh();
+    const outside = [this.manager.getGlobalMemory(), this.manager.getExtensionMemory(),
+      this.manager.getUserProjectMemory()].filter(Boolean);
+    if (outside.length) throw new Error('global memory was loaded: the environment is not isolated');
+    const startup = (await split(this.manager.getEnvironmentMemory(), this.root))
+      .map((f) => ({ path: f.path, kind: 'root', sha256: sha(f.content), content: f.content }));
+    return { startup, diagnostics: [] };
+  }
+
+  async step(step) {
+    switch (step.op) {
+      case 'start':
+        return this.start();
+      case 'touch':
+        if (JIT_TOOLS.has(step.tool) && step.outcome === 'ok') { // the tool's name decides, not fileAccess
+          const jit = await discoverJitContext(this.config, path.resolve(this.root, step.path));
+          if (jit) this.pending.push(jit);
+        }
+        return { diagnostics: [] };
+      case 'next_request': {
+        if (!this.pending.length) return { diagnostics: [] };
+        const texts = this.pending.splice(0);
+        const modules = (await split(texts.join('\n'), this.root))
+          .map((f) => ({ path: f.path, sha256: sha(f.content), content: f.content, supersedes: false }));
+        const rendered = texts.map((t) => `${JIT_CONTEXT_PREFIX}${t}${JIT_CONTEXT_SUFFIX}`).join('');
+        return { activation: { modules, rendered }, diagnostics: [] };
+      }
+      case 'compact':
+        return { diagnostics: [] };
+      default:
+        throw new Error(`step '${step.op}' is not supported`);
+    }
+  }
+}
+
+let session = null;
+for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  let reply;
+  let seq = null;
+  try {
+    const req = JSON.parse(line);
+    seq = req.seq;
+    reply = { seq, ok: true };
+    if (req.type === 'hello') {
+      if (req.protocol !== '2') throw new Error(`protocol '${req.protocol}' is not spoken (only '2')`);
+      reply.hello = HELLO;
+    } else if (req.type === 'open') {
+      session = null;
+      session = new Session(req.open);
+      // A resumed session re-runs the startup discovery from disk (there is nothing to restore).
+      reply.observation = req.open.resume ? await session.start() : { diagnostics: [] };
+    } else if (req.type === 'step') {
+      if (!session) throw new Error('no case is open');
+      reply.observation = await session.step(req.step);
+    } else if (req.type === 'close') {
+      session = null;
+    } else {
+      throw new Error(`unknown request type '${req.type}'`);
+    }
+  } catch (e) {
+    process.stderr.write(`gemini-cli-core adapter: ${e.stack}\n`);
+    reply = { seq, ok: false, error: String(e.message ?? e) };
+  }
+  process.stdout.write(`${JSON.stringify(reply)}\n`);
+}

@@ -1,0 +1,138 @@
+//! Pointer files and the journal, read as instruction files are: placement reads `.git`,
+//! `commondir` and the journal only as regular files, never more than their cap and one byte (a
+//! FIFO there never hangs placement, `/dev/zero` never fills memory), a journal that is a symlink
+//! is refused rather than followed, and a resume streams the journal one bounded line at a time.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use reference::{place_root, Config, HostSource, Journal, JournalError, Placement, Session, Source};
+
+/// Runs `f` on a thread and waits at most `limit` for it: a hang fails the test instead of
+/// hanging the suite. The limit bounds a hang, not how fast the code is.
+fn finishes<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).expect("the call did not return (it blocked)")
+}
+
+fn mkfifo(path: &Path) {
+    rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, rustix::fs::Mode::from_raw_mode(0o644), 0)
+        .unwrap();
+}
+
+fn worktree(dir: &Path) -> (PathBuf, PathBuf) {
+    let project = dir.join("project");
+    let admin = project.join(".git/worktrees/wt");
+    fs::create_dir_all(&admin).unwrap();
+    let wt = dir.join("wt");
+    fs::create_dir_all(&wt).unwrap();
+    fs::write(wt.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
+    (project, wt)
+}
+
+#[test]
+fn a_fifo_as_git_or_as_commondir_does_not_hang_placement() {
+    let dir = tempfile::tempdir().unwrap();
+    // A `.git` that is a FIFO: not a `.git` file, so no linked worktree.
+    let repo = dir.path().join("repo");
+    fs::create_dir_all(repo.join("src")).unwrap();
+    mkfifo(&repo.join(".git"));
+    let p = Placement { cwd: repo.join("src"), projects: vec![repo.clone()], bound: None };
+    let got = finishes(Duration::from_secs(20), move || place_root(&p));
+    assert_eq!(got, Some(fs::canonicalize(&repo).unwrap()));
+    // A `commondir` that is a FIFO: unreadable, so the `.git` file is no linked worktree's.
+    let (project, wt) = worktree(dir.path());
+    mkfifo(&project.join(".git/worktrees/wt/commondir"));
+    let p = Placement { cwd: wt.clone(), projects: vec![project.clone()], bound: None };
+    assert_eq!(finishes(Duration::from_secs(20), move || place_root(&p)), None);
+}
+
+#[test]
+fn a_commondir_linked_to_dev_zero_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, wt) = worktree(dir.path());
+    symlink("/dev/zero", project.join(".git/worktrees/wt/commondir")).unwrap();
+    let p = Placement { cwd: wt, projects: vec![project], bound: None };
+    assert_eq!(finishes(Duration::from_secs(20), move || place_root(&p)), None);
+    // And one of gigabytes is refused by its size, unread.
+    let dir = tempfile::tempdir().unwrap();
+    let (project, wt) = worktree(dir.path());
+    fs::File::create(project.join(".git/worktrees/wt/commondir")).unwrap().set_len(4 << 30).unwrap();
+    let p = Placement { cwd: wt, projects: vec![project], bound: None };
+    assert_eq!(place_root(&p), None);
+}
+
+#[test]
+fn a_linked_worktree_still_places_its_own_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let (project, wt) = worktree(dir.path());
+    fs::write(project.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
+    let p = Placement { cwd: wt.clone(), projects: vec![project], bound: None };
+    assert_eq!(place_root(&p), Some(fs::canonicalize(&wt).unwrap()));
+}
+
+#[test]
+fn a_journal_that_is_a_symlink_is_refused_and_its_target_is_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let precious = dir.path().join("precious.txt");
+    let text = "{\"type\":\"compaction\"}\nnot a record and no newline";
+    fs::write(&precious, text).unwrap();
+    let state = dir.path().join("state");
+    fs::create_dir_all(&state).unwrap();
+    symlink(&precious, state.join(reference::JOURNAL_FILE)).unwrap();
+    assert!(matches!(Journal::open(&state), Err(JournalError::Io(_))));
+    assert!(matches!(Journal::create(&state), Err(JournalError::Io(_))));
+    assert_eq!(fs::read_to_string(&precious).unwrap(), text);
+    // A session cannot start on it either, and the target stays as it was.
+    let root = dir.path().join("repo");
+    fs::create_dir_all(&root).unwrap();
+    assert!(Session::start(Config::modules(), Source::Host(HostSource::new(&root).unwrap()), &state).is_err());
+    assert_eq!(fs::read_to_string(&precious).unwrap(), text);
+}
+
+#[test]
+fn a_fifo_journal_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    mkfifo(&dir.path().join(reference::JOURNAL_FILE));
+    let state = dir.path().to_path_buf();
+    let got = finishes(Duration::from_secs(20), move || Journal::open(&state).map(|j| j.len()));
+    assert!(matches!(got, Err(JournalError::Io(_))), "{got:?}");
+}
+
+fn journal_with_a_huge_line(dir: &Path, then: &str) -> PathBuf {
+    let path = dir.join(reference::JOURNAL_FILE);
+    fs::write(&path, "{\"type\":\"compaction\"}\n").unwrap();
+    let f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    // A sparse hole of 80 MiB reads as NUL bytes with no newline: one line above the limit.
+    let len = f.metadata().unwrap().len();
+    f.set_len(len + (80 << 20)).unwrap();
+    drop(f);
+    let mut f = fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, then.as_bytes()).unwrap();
+    path
+}
+
+#[test]
+fn an_oversize_torn_last_line_is_cut_as_a_torn_line_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = journal_with_a_huge_line(dir.path(), "");
+    let j = Journal::open(dir.path()).unwrap();
+    assert_eq!(j.len(), 1);
+    assert_eq!(fs::read_to_string(&path).unwrap(), "{\"type\":\"compaction\"}\n");
+}
+
+#[test]
+fn an_oversize_line_before_the_last_is_a_corrupt_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    journal_with_a_huge_line(dir.path(), "\n{\"type\":\"compaction\"}\n");
+    assert!(matches!(Journal::open(dir.path()), Err(JournalError::Corrupt { line: 2, .. })));
+}
