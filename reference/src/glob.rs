@@ -327,33 +327,43 @@ impl RulesBuilder {
                 }
             }
         }
+        let platform = self.platform;
         let nodes = groups
             .into_iter()
             .map(|(key, entries)| {
-                let node = if entries.len() < SET_FROM {
+                let set = if entries.len() < SET_FROM { None } else { set_node(&entries, platform) };
+                let node = set.unwrap_or_else(|| {
                     Node::Few(
                         entries.into_iter().map(|(pattern, owners)| (Exact::new(&pattern, fold), owners)).collect(),
                     )
-                } else {
-                    let mut builder = GlobSetBuilder::new();
-                    let mut owners = Vec::with_capacity(entries.len());
-                    let mut confirm = Vec::with_capacity(entries.len());
-                    for (pattern, owner) in entries {
-                        // Validated patterns compile; one that did not would only match nothing.
-                        if let Ok(glob) = compile(&pattern, self.platform) {
-                            builder.add(glob);
-                            owners.push(owner);
-                            confirm.push(pattern.contains('?').then(|| Exact::new(&pattern, fold)));
-                        }
-                    }
-                    let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
-                    Node::Set { set, owners, confirm }
-                };
+                });
                 (key, node)
             })
             .collect();
         CompiledRules { parts: vec![Part { nodes, fold, offset: 0 }] }
     }
+}
+
+/// One node's patterns compiled into one globset, or `None` when globset refuses to build it.
+/// It refuses when the set's regex outgrows globset's size limit (10 MiB of automaton), which
+/// some ten or twenty thousand patterns in one node reach, or a few very long ones. Without this
+/// answer such a node would be an empty set, and every module under it would silently never
+/// activate; the caller tries the patterns one by one instead, slower but right.
+fn set_node(entries: &[(String, Vec<usize>)], platform: Platform) -> Option<Node> {
+    let fold = platform == Platform::Windows;
+    let mut builder = GlobSetBuilder::new();
+    let mut owners = Vec::with_capacity(entries.len());
+    let mut confirm = Vec::with_capacity(entries.len());
+    for (pattern, owner) in entries {
+        // Validated patterns compile; one that did not would only match nothing.
+        if let Ok(glob) = compile(pattern, platform) {
+            builder.add(glob);
+            owners.push(owner.clone());
+            confirm.push(pattern.contains('?').then(|| Exact::new(pattern, fold)));
+        }
+    }
+    let set = builder.build().ok()?;
+    Some(Node::Set { set, owners, confirm })
 }
 
 fn fold_key(s: &str, fold: bool) -> String {
@@ -368,7 +378,8 @@ fn fold_key(s: &str, fold: bool) -> String {
 ///
 /// Compile once, match many: the patterns are indexed by the literal folders they start with
 /// (`src/api/**/*.ts` under `src/api`), so a touched path consults only the nodes of its own
-/// ancestors, and a node's patterns are compiled into one globset when it holds many. When
+/// ancestors, and a node's patterns are compiled into one globset when it holds many (and tried
+/// one by one when it holds few, or more than globset can build into one set). When
 /// discovery ran on several threads there is one index per thread's contiguous share of the
 /// modules (at most four). Globset matches bytes, so a glob with a `?` that a set reports is
 /// confirmed by [`exact_match`], which walks characters (D-GLOB-8).
@@ -609,6 +620,22 @@ mod tests {
         assert_eq!(out, [7]);
         out.clear();
         rules.matching(&RelPath::parse("src/n3日/x").unwrap(), &mut out);
+        assert_eq!(out, [3]);
+    }
+
+    /// Sixteen long patterns in one node outgrow globset's size limit: the node must still match,
+    /// one pattern at a time, rather than become an empty set that activates nothing.
+    #[test]
+    fn a_node_too_big_for_a_set_still_matches() {
+        let stars = "*a".repeat(5000);
+        let mut b = RulesBuilder::new(Platform::Posix);
+        for i in 0..SET_FROM {
+            b.add(i, &[format!("{stars}*z{i}")]).unwrap();
+        }
+        let rules = b.build();
+        assert!(rules.parts.iter().flat_map(|p| p.nodes.values()).all(|n| matches!(n, Node::Few(_))));
+        let mut out = Vec::new();
+        rules.matching(&RelPath::parse(&format!("{}z3", "a".repeat(5100))).unwrap(), &mut out);
         assert_eq!(out, [3]);
     }
 
