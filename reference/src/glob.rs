@@ -64,66 +64,171 @@ fn translate(pattern: &str) -> String {
 }
 
 /// Matches one validated pattern against a /-form path, character by character: `**` as a whole
-/// segment matches zero or more segments (one or more as the last segment), `*` any run of characters within a segment, `?` exactly
-/// one character. Case-insensitive when `fold` (Windows targets).
+/// segment matches zero or more segments (one or more as the last segment, D-GLOB-1), `*` any run
+/// of characters within a segment, `?` exactly one character (D-GLOB-8). Case-insensitive when
+/// `fold` (Windows targets, D-GLOB-5).
+///
+/// The work is polynomial whatever the pattern: at most 5 · (p + 1) · (q + 1) steps, where p and
+/// q are the lengths in characters of the pattern and the path (upper-cased first when `fold`);
+/// see [`exact_match_counted`].
+///
+/// ```
+/// use reference::glob::exact_match;
+/// assert!(exact_match("src/**/*.ts", "src/a/b.ts", false));
+/// assert!(!exact_match("src/**", "src", false));
+/// ```
 pub fn exact_match(pattern: &str, path: &str, fold: bool) -> bool {
-    let pat: Vec<&str> = pattern.split('/').collect();
-    let segs: Vec<&str> = path.split('/').collect();
-    match_segments(&pat, &segs, fold)
+    Exact::new(pattern, fold).run(&fold_key(path, fold), &mut 0)
 }
 
-fn match_segments(pat: &[&str], segs: &[&str], fold: bool) -> bool {
-    match pat.split_first() {
-        None => segs.is_empty(),
-        // A last `**` matches one or more segments (`src/**` is not `src`); elsewhere zero or more.
-        Some((&"**", rest)) => {
-            let least = usize::from(rest.is_empty());
-            (least..=segs.len()).any(|skip| match_segments(rest, segs.get(skip..).unwrap_or(&[]), fold))
+/// [`exact_match`] with the number of steps it took: one per cell of its table of (pattern
+/// segment, path segment) pairs, and one per call and per loop turn of the matcher of one
+/// segment. It is for the fuzz property `harness::fuzzing::glob`, which checks on every input
+/// that the steps stay within 5 · (p + 1) · (q + 1) (p and q as for [`exact_match`]), a bound
+/// that does not depend on how fast the machine is.
+pub fn exact_match_counted(pattern: &str, path: &str, fold: bool) -> (bool, u64) {
+    let mut steps = 0;
+    let hit = Exact::new(pattern, fold).run(&fold_key(path, fold), &mut steps);
+    (hit, steps)
+}
+
+/// One segment of a pattern prepared for [`Exact`].
+#[derive(Debug, Clone)]
+enum Seg {
+    /// A `**` segment, or a run of them: `a/**/**/b` is `a/**/b`, since zero or more folders
+    /// twice is zero or more folders, and a last run is one or more folders however many `**` it
+    /// has (the last needs one, the others add zero or more).
+    Folders,
+    /// Any other segment, as characters (upper-cased when matching folds case).
+    Name(Vec<char>),
+}
+
+/// A pattern prepared once for [`exact_match`]'s walk, so the patterns of an index are split and
+/// case-folded when it is built rather than on every touched path.
+///
+/// The walk fills a table whose cell (i, j) says whether pattern segments i.. match path segments
+/// j.., one row per pattern segment from the last to the first; each row needs only the row
+/// below it, so each cell costs one look at a neighbour, plus one [`segment_matches`] for a name.
+/// A plain recursion over the same choices is exponential: with sixteen `**` against a path of 24
+/// folders it tries every way of sharing the folders among the `**` (issue 10).
+#[derive(Debug, Clone)]
+struct Exact {
+    segs: Vec<Seg>,
+    /// How many of `segs` are names; each takes exactly one path segment.
+    names: usize,
+}
+
+impl Exact {
+    fn new(pattern: &str, fold: bool) -> Exact {
+        let mut segs = Vec::new();
+        for seg in pattern.split('/') {
+            if seg != "**" {
+                segs.push(Seg::Name(fold_key(seg, fold).chars().collect()));
+            } else if !matches!(segs.last(), Some(Seg::Folders)) {
+                segs.push(Seg::Folders);
+            }
         }
-        Some((p, rest)) => match segs.split_first() {
-            Some((s, srest)) => match_segment(p, s, fold) && match_segments(rest, srest, fold),
-            None => false,
-        },
+        let names = segs.iter().filter(|s| matches!(s, Seg::Name(_))).count();
+        Exact { segs, names }
+    }
+
+    /// Whether the pattern matches `path`, which is already case-folded when the pattern is.
+    /// Adds the steps taken to `steps`.
+    fn run(&self, path: &str, steps: &mut u64) -> bool {
+        let parts: Vec<&str> = path.split('/').collect();
+        let n = parts.len();
+        // Every name takes one path segment, so more names than segments never match, and without
+        // a `**` the counts are equal. Past this test there are at most 2n + 1 rows (a run of
+        // `**` lies between two names), so the table is small even for a very long pattern.
+        let has_folders = self.segs.len() > self.names;
+        if self.names > n || (!has_folders && self.names != n) {
+            return false;
+        }
+        // The row below the last pattern segment: the end of the pattern matches only the end of
+        // the path.
+        let mut below = vec![false; n + 1];
+        if let Some(end) = below.last_mut() {
+            *end = true;
+        }
+        let mut row = vec![false; n + 1];
+        let last = self.segs.len().saturating_sub(1);
+        for (i, seg) in self.segs.iter().enumerate().rev() {
+            *steps += n as u64 + 1;
+            let mut any = false;
+            match seg {
+                // A last `**` matches one or more segments (`src/**` is not `src`).
+                Seg::Folders if i == last => {
+                    for (j, cell) in row.iter_mut().enumerate() {
+                        *cell = j < n;
+                        any |= *cell;
+                    }
+                }
+                // Elsewhere zero or more: skip it, or let it take segment j and stay.
+                Seg::Folders => {
+                    let mut taken = false;
+                    for (cell, &skip) in row.iter_mut().zip(&below).rev() {
+                        taken |= skip;
+                        *cell = taken;
+                    }
+                    any = taken;
+                }
+                Seg::Name(p) => {
+                    for ((cell, &rest), part) in row.iter_mut().zip(below.iter().skip(1)).zip(&parts) {
+                        *cell = rest && segment_matches(p, part, steps);
+                        any |= *cell;
+                    }
+                    if let Some(end) = row.last_mut() {
+                        *end = false;
+                    }
+                }
+            }
+            // No cell of this row holds, so no row above can: stop early.
+            if !any {
+                return false;
+            }
+            std::mem::swap(&mut row, &mut below);
+        }
+        below.first().copied().unwrap_or(false)
     }
 }
 
-fn match_segment(pattern: &str, name: &str, fold: bool) -> bool {
-    let norm = |s: &str| -> Vec<char> {
-        if fold {
-            s.chars().flat_map(char::to_uppercase).collect()
-        } else {
-            s.chars().collect()
-        }
-    };
-    let (p, n) = (norm(pattern), norm(name));
-    // Classic wildcard matching with one backtrack point for the last `*`.
+/// Whether one pattern segment (`*` and `?` its only wildcards) matches one path segment: the
+/// classic walk with one backtrack point, the last `*`, which is enough for these wildcards (a
+/// later `*` can take whatever an earlier one would have). With m pattern and k name characters
+/// it takes at most (k + 1) · (m + 1) loop turns: the backtrack point moves right at most k times,
+/// and between two moves every turn advances in the pattern. Adds them to `steps`, with one for
+/// the call and one per character of the closing check.
+fn segment_matches(p: &[char], name: &str, steps: &mut u64) -> bool {
+    *steps += 1;
+    // `pi` indexes `p`; `ni` and the saved name position are byte offsets of char boundaries.
     let (mut pi, mut ni) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
-    while ni < n.len() {
+    while let Some(c) = name.get(ni..).and_then(|rest| rest.chars().next()) {
+        *steps += 1;
         match p.get(pi) {
             Some('*') => {
                 star = Some((pi, ni));
                 pi += 1;
             }
-            Some('?') => {
+            Some(&q) if q == '?' || q == c => {
                 pi += 1;
-                ni += 1;
-            }
-            Some(c) if Some(c) == n.get(ni) => {
-                pi += 1;
-                ni += 1;
+                ni += c.len_utf8();
             }
             _ => match star {
                 Some((sp, sn)) => {
+                    let skipped = name.get(sn..).and_then(|rest| rest.chars().next()).map_or(1, char::len_utf8);
                     pi = sp + 1;
-                    ni = sn + 1;
-                    star = Some((sp, sn + 1));
+                    ni = sn + skipped;
+                    star = Some((sp, ni));
                 }
                 None => return false,
             },
         }
     }
-    p.get(pi..).unwrap_or(&[]).iter().all(|c| *c == '*')
+    p.get(pi..).unwrap_or(&[]).iter().all(|c| {
+        *steps += 1;
+        *c == '*'
+    })
 }
 
 fn compile(pattern: &str, platform: Platform) -> Result<globset::Glob, (Code, String)> {
@@ -222,31 +327,43 @@ impl RulesBuilder {
                 }
             }
         }
+        let platform = self.platform;
         let nodes = groups
             .into_iter()
             .map(|(key, entries)| {
-                let node = if entries.len() < SET_FROM {
-                    Node::Few(entries)
-                } else {
-                    let mut builder = GlobSetBuilder::new();
-                    let mut owners = Vec::with_capacity(entries.len());
-                    let mut confirm = Vec::with_capacity(entries.len());
-                    for (pattern, owner) in entries {
-                        // Validated patterns compile; one that did not would only match nothing.
-                        if let Ok(glob) = compile(&pattern, self.platform) {
-                            builder.add(glob);
-                            owners.push(owner);
-                            confirm.push(pattern.contains('?').then_some(pattern));
-                        }
-                    }
-                    let set = builder.build().unwrap_or_else(|_| GlobSet::empty());
-                    Node::Set { set, owners, confirm }
-                };
+                let set = if entries.len() < SET_FROM { None } else { set_node(&entries, platform) };
+                let node = set.unwrap_or_else(|| {
+                    Node::Few(
+                        entries.into_iter().map(|(pattern, owners)| (Exact::new(&pattern, fold), owners)).collect(),
+                    )
+                });
                 (key, node)
             })
             .collect();
         CompiledRules { parts: vec![Part { nodes, fold, offset: 0 }] }
     }
+}
+
+/// One node's patterns compiled into one globset, or `None` when globset refuses to build it.
+/// It refuses when the set's regex outgrows globset's size limit (10 MiB of automaton), which
+/// some ten or twenty thousand patterns in one node reach, or a few very long ones. Without this
+/// answer such a node would be an empty set, and every module under it would silently never
+/// activate; the caller tries the patterns one by one instead, slower but right.
+fn set_node(entries: &[(String, Vec<usize>)], platform: Platform) -> Option<Node> {
+    let fold = platform == Platform::Windows;
+    let mut builder = GlobSetBuilder::new();
+    let mut owners = Vec::with_capacity(entries.len());
+    let mut confirm = Vec::with_capacity(entries.len());
+    for (pattern, owner) in entries {
+        // Validated patterns compile; one that did not would only match nothing.
+        if let Ok(glob) = compile(pattern, platform) {
+            builder.add(glob);
+            owners.push(owner.clone());
+            confirm.push(pattern.contains('?').then(|| Exact::new(pattern, fold)));
+        }
+    }
+    let set = builder.build().ok()?;
+    Some(Node::Set { set, owners, confirm })
 }
 
 fn fold_key(s: &str, fold: bool) -> String {
@@ -261,7 +378,8 @@ fn fold_key(s: &str, fold: bool) -> String {
 ///
 /// Compile once, match many: the patterns are indexed by the literal folders they start with
 /// (`src/api/**/*.ts` under `src/api`), so a touched path consults only the nodes of its own
-/// ancestors, and a node's patterns are compiled into one globset when it holds many. When
+/// ancestors, and a node's patterns are compiled into one globset when it holds many (and tried
+/// one by one when it holds few, or more than globset can build into one set). When
 /// discovery ran on several threads there is one index per thread's contiguous share of the
 /// modules (at most four). Globset matches bytes, so a glob with a `?` that a set reports is
 /// confirmed by [`exact_match`], which walks characters (D-GLOB-8).
@@ -281,13 +399,13 @@ struct Part {
 #[derive(Debug, Clone)]
 enum Node {
     /// A few distinct patterns, tried one by one, each with the modules that declare it.
-    Few(Vec<(String, Vec<usize>)>),
+    Few(Vec<(Exact, Vec<usize>)>),
     /// Many distinct patterns in one set.
     Set {
         set: GlobSet,
         owners: Vec<Vec<usize>>,
         /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
-        confirm: Vec<Option<String>>,
+        confirm: Vec<Option<Exact>>,
     },
 }
 
@@ -325,7 +443,7 @@ impl CompiledRules {
                 match node {
                     Node::Few(entries) => {
                         for (pattern, owners) in entries {
-                            if exact_match(pattern, text, part.fold) {
+                            if pattern.run(&folded, &mut 0) {
                                 out.extend(owners.iter().map(|o| o + part.offset));
                             }
                         }
@@ -333,7 +451,7 @@ impl CompiledRules {
                     Node::Set { set, owners, confirm } => {
                         for glob in set.matches(text) {
                             if let Some(Some(pattern)) = confirm.get(glob) {
-                                if !exact_match(pattern, text, part.fold) {
+                                if !pattern.run(&folded, &mut 0) {
                                     continue;
                                 }
                             }
@@ -368,29 +486,34 @@ impl CompiledRules {
 /// benches compare [`CompiledRules`] with. It answers exactly what the compiled set answers.
 #[derive(Debug, Clone)]
 pub struct OneAtATime {
-    modules: Vec<Vec<(globset::GlobMatcher, Option<String>)>>,
+    modules: Vec<Vec<(globset::GlobMatcher, Option<Exact>)>>,
     fold: bool,
 }
 
 impl OneAtATime {
     /// Compiles each module's validated patterns on its own.
     pub fn new(modules: &[Vec<String>], platform: Platform) -> Result<OneAtATime, (Code, String)> {
+        let fold = platform == Platform::Windows;
         let modules = modules
             .iter()
             .map(|pats| {
                 pats.iter()
-                    .map(|p| compile(p, platform).map(|g| (g.compile_matcher(), p.contains('?').then(|| p.clone()))))
+                    .map(|p| {
+                        compile(p, platform)
+                            .map(|g| (g.compile_matcher(), p.contains('?').then(|| Exact::new(p, fold))))
+                    })
                     .collect()
             })
             .collect::<Result<_, _>>()?;
-        Ok(OneAtATime { modules, fold: platform == Platform::Windows })
+        Ok(OneAtATime { modules, fold })
     }
 
     /// The modules one of whose patterns matches `path`, in ascending order.
     pub fn matching(&self, path: &RelPath, out: &mut Vec<usize>) {
         for (i, globs) in self.modules.iter().enumerate() {
-            let hit = |(g, confirm): &(globset::GlobMatcher, Option<String>)| {
-                g.is_match(path.as_str()) && confirm.as_ref().is_none_or(|p| exact_match(p, path.as_str(), self.fold))
+            let hit = |(g, confirm): &(globset::GlobMatcher, Option<Exact>)| {
+                g.is_match(path.as_str())
+                    && confirm.as_ref().is_none_or(|p| p.run(&fold_key(path.as_str(), self.fold), &mut 0))
             };
             if globs.iter().any(hit) {
                 out.push(i);
@@ -500,6 +623,22 @@ mod tests {
         assert_eq!(out, [3]);
     }
 
+    /// Sixteen long patterns in one node outgrow globset's size limit: the node must still match,
+    /// one pattern at a time, rather than become an empty set that activates nothing.
+    #[test]
+    fn a_node_too_big_for_a_set_still_matches() {
+        let stars = "*a".repeat(5000);
+        let mut b = RulesBuilder::new(Platform::Posix);
+        for i in 0..SET_FROM {
+            b.add(i, &[format!("{stars}*z{i}")]).unwrap();
+        }
+        let rules = b.build();
+        assert!(rules.parts.iter().flat_map(|p| p.nodes.values()).all(|n| matches!(n, Node::Few(_))));
+        let mut out = Vec::new();
+        rules.matching(&RelPath::parse(&format!("{}z3", "a".repeat(5100))).unwrap(), &mut out);
+        assert_eq!(out, [3]);
+    }
+
     #[rstest]
     #[case("src/**/*.ts", "src/a.ts", true)]
     #[case("**", "a/b/c", true)]
@@ -512,6 +651,68 @@ mod tests {
     #[case("**/src/**", "src", false)]
     fn exact_matcher(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
         assert_eq!(exact_match(pattern, path, false), want);
+    }
+
+    #[rstest]
+    #[case("src/**/**", "src", false)]
+    #[case("src/**/**", "src/a", true)]
+    #[case("src/**/**/**", "src/a/b", true)]
+    #[case("**/**/x", "x", true)]
+    #[case("**/**/x", "a/b/x", true)]
+    #[case("a/**/**/b", "a/b", true)]
+    #[case("a/**/**/b", "a/x/y/b", true)]
+    #[case("a/**/**/b", "a/x/y/c", false)]
+    #[case("**/**", "a", true)]
+    #[case("a/b", "a/b/c", false)]
+    #[case("a/b/c", "a/b", false)]
+    fn runs_of_double_star_match_as_one(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
+        assert_eq!(exact_match(pattern, path, false), want, "{pattern} ~ {path}");
+    }
+
+    #[rstest]
+    #[case("SRC/?.TS", "src/a.ts", true)]
+    #[case("src/**/*.TS", "Src/A/b.ts", true)]
+    #[case("src/?", "src/日", true)]
+    #[case("src/**", "SRC", false)]
+    fn folded_matching_ignores_case(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
+        assert_eq!(exact_match(pattern, path, true), want, "{pattern} ~ {path}");
+    }
+
+    /// Issue 10, item 5: sixteen `**` against 24 folders made the old recursion try every way of
+    /// sharing the folders among them, for over 120 s when nothing matched.
+    #[rstest]
+    #[case("ts", true)]
+    #[case("md", false)]
+    fn sixteen_double_stars_against_24_folders_answer(#[case] ext: &str, #[case] want: bool) {
+        let pattern = format!("{}*.ts", "**/".repeat(16));
+        let path = format!("{}x.{ext}", (0..24).map(|i| format!("d{i}/")).collect::<String>());
+        assert_eq!(exact_match(&pattern, &path, false), want);
+        assert_eq!(is_match(&pattern, &path, Platform::Posix), want);
+    }
+
+    /// Many `*` in one segment against a long name: the walk backtracks only to the last `*`.
+    #[rstest]
+    #[case("b", true)]
+    #[case("a", false)]
+    fn many_stars_in_one_segment_against_a_long_name_answer(#[case] end: &str, #[case] want: bool) {
+        let pattern = format!("{}*b", "*a".repeat(40));
+        let name = format!("{}{end}", "a".repeat(400));
+        assert_eq!(exact_match(&pattern, &name, false), want);
+        assert_eq!(exact_match(&format!("src/{pattern}"), &format!("src/{name}"), true), want);
+    }
+
+    #[rstest]
+    #[case(format!("{}*.ts", "**/".repeat(16)), format!("{}x.md", "d/".repeat(24)))]
+    #[case(format!("{}*b", "*a".repeat(30)), "a".repeat(300))]
+    #[case(format!("*{}", "a".repeat(200)), "a".repeat(199))]
+    #[case(format!("*{}b", "a".repeat(20)), "a".repeat(300))]
+    #[case("a/".repeat(50) + "*", "a/".repeat(60) + "a")]
+    fn steps_stay_within_the_documented_bound(#[case] pattern: String, #[case] path: String) {
+        for fold in [false, true] {
+            let (_, steps) = exact_match_counted(&pattern, &path, fold);
+            let bound = 5 * (pattern.chars().count() as u64 + 1) * (path.chars().count() as u64 + 1);
+            assert!(steps <= bound, "{steps} steps > {bound} for {pattern} ~ {path}");
+        }
     }
 
     #[test]
