@@ -36,6 +36,17 @@ const STDERR_DRAIN: Duration = Duration::from_millis(300);
 /// be reported) or after the harness closed its stdin (the end of a run).
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 
+/// An environment variable the harness puts in its own environment and every adapter's, whose
+/// value is a canary: a case that links a file to `/proc/self/environ` lists the value, so an
+/// implementation that reads its environment into a prompt fails it.
+pub const ENV_CANARY: (&str, &str) = ("CONFORMANCE_ENV_CANARY", "CANARY-ENVIRONMENT-5e1f0c");
+
+/// Puts [`ENV_CANARY`] into this process's environment. Call it first thing in `main`, before any
+/// thread starts.
+pub fn export_env_canary() {
+    std::env::set_var(ENV_CANARY.0, ENV_CANARY.1);
+}
+
 /// Quotes `s` as one word for `sh`, e.g. to put a path into an adapter command.
 pub fn shell_quote(s: &str) -> String {
     let plain = !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
@@ -564,6 +575,7 @@ fn spawn(command: &str, home: &Path) -> Result<Spawned, ImplError> {
         .arg("-c")
         .arg(command)
         .env("HOME", home)
+        .env(ENV_CANARY.0, ENV_CANARY.1)
         .env_remove("XDG_CONFIG_HOME")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

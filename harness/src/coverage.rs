@@ -3,6 +3,10 @@
 //! `**D-...**` entry of `DECISIONS.md`. A case covers the clauses in its `clauses:` and the
 //! decisions its `spec:` cites. A clause no case covers, and a case that covers none, are gaps:
 //! `conformance coverage` lists them and fails.
+//!
+//! A decision that no scenario can express (a race, a path longer than the harness can build)
+//! says so in its text with [`NOT_A_SCENARIO`] and names the test that pins it instead; coverage
+//! lists such decisions apart and does not count them as gaps.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -33,6 +37,9 @@ struct ClauseFile {
     seed: String,
     clauses: Vec<Clause>,
 }
+
+/// The marker of a decision pinned outside the corpus: `(not a scenario: <test>)`.
+pub const NOT_A_SCENARIO: &str = "(not a scenario:";
 
 /// Every clause of a cases directory: the clause files, then the decisions.
 pub fn load_clauses(cases_dir: &Path) -> Result<Vec<Clause>, String> {
@@ -105,6 +112,8 @@ pub struct Coverage {
     pub caseless: Vec<String>,
     /// Clause ids that cases cite but no clause list defines (with the citing case).
     pub unknown: Vec<(String, String)>,
+    /// Decisions that no scenario can express, pinned by the test their text names.
+    pub outside: Vec<String>,
 }
 
 impl Coverage {
@@ -134,7 +143,13 @@ pub fn coverage(clauses: &[Clause], cases: &[Case]) -> Coverage {
             }
         }
     }
-    cov.uncovered = clauses.iter().filter(|c| cov.clauses.get(&c.id).is_none_or(Vec::is_empty)).cloned().collect();
+    let (outside, uncovered): (Vec<Clause>, Vec<Clause>) = clauses
+        .iter()
+        .filter(|c| cov.clauses.get(&c.id).is_none_or(Vec::is_empty))
+        .cloned()
+        .partition(|c| c.text.contains(NOT_A_SCENARIO));
+    cov.uncovered = uncovered;
+    cov.outside = outside.into_iter().map(|c| c.id).collect();
     cov
 }
 
@@ -150,6 +165,9 @@ pub fn report(cov: &Coverage) -> String {
     }
     for (case, id) in &cov.unknown {
         let _ = writeln!(out, "case {case} cites '{id}', which no clause list or DECISIONS.md defines");
+    }
+    if !cov.outside.is_empty() {
+        let _ = writeln!(out, "pinned outside the corpus (no scenario can express them): {}", cov.outside.join(", "));
     }
     let covered = cov.clauses.values().filter(|v| !v.is_empty()).count();
     let _ = writeln!(

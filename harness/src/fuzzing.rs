@@ -272,3 +272,64 @@ pub fn session(data: &[u8]) {
     let restarted = run_model(&tree, &ops, true);
     assert_eq!(plain, restarted, "a restart where nothing was queued changed a later observation");
 }
+
+/// The names a confinement tree is made of: files and folders where discovery looks, and the
+/// places links point to (inside, outside where a canary lives, nowhere, themselves).
+const CONFINE_PATHS: [&str; 8] =
+    ["AGENTS.md", "src", "src/AGENTS.md", ".elowen", ".elowen/rules", ".elowen/rules/a.md", "lib", "lib/CLAUDE.md"];
+const CONFINE_TARGETS: [&str; 6] = ["src", "../outside", "../outside/AGENTS.md", "missing", "lib", "."];
+const CONFINE_CANARY: &str = "CANARY-CONFINE-OUTSIDE";
+
+/// Confinement: the reference's own walk (the fallback where `openat2` is missing or refused) and
+/// `openat2` observe the same startup, activations and diagnostics (codes and paths) on any tree
+/// of files, folders, links and FIFOs, and neither ever lets the outside canary in. Each byte pair
+/// makes one entry: which path, and what it is.
+pub fn confinement(data: &[u8]) {
+    use reference::{Confinement, HostSource, Session, Source, ToolResult};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("AGENTS.md"), CONFINE_CANARY).unwrap();
+    let sandbox = crate::beneath::Beneath::open(dir.path()).unwrap();
+    for pair in data.chunks(2).take(12) {
+        let path = format!("root/{}", CONFINE_PATHS[usize::from(pair[0]) % CONFINE_PATHS.len()]);
+        let kind = pair.get(1).copied().unwrap_or(0);
+        // A failure to make an entry (its folder is a file or a link) leaves the tree as it is.
+        let _ = match kind % 4 {
+            0 => sandbox.write(&path, b"---\npaths: [\"src/**\"]\n---\nrule\n"),
+            1 => sandbox.mkdir_all(&path),
+            2 => sandbox.symlink(&path, CONFINE_TARGETS[usize::from(kind / 4) % CONFINE_TARGETS.len()]),
+            _ => sandbox.fifo(&path),
+        };
+    }
+    let observe = |confinement: Confinement, state: &str| {
+        let source = HostSource::with_confinement(&root, confinement).unwrap();
+        let (mut session, startup) =
+            Session::start(reference::Config::modules(), Source::Host(source), &dir.path().join(state)).unwrap();
+        // The root file follows a link wherever it points (seed 000: "the root file, which
+        // follows a symlink as PI's own loader does"); everything else must stay inside.
+        let confined: Vec<_> = startup.files.iter().filter(|f| f.kind != "root").collect();
+        assert!(!format!("{confined:?}").contains(CONFINE_CANARY), "outside content reached a module at startup");
+        let mut seen = vec![format!("{:?}", startup.files)];
+        let key = |d: &[reference::Diagnostic]| {
+            let mut v: Vec<String> = d.iter().map(|d| format!("{} {}", d.code, d.path)).collect();
+            v.sort();
+            v
+        };
+        seen.push(format!("{:?}", key(&startup.diagnostics)));
+        for touched in ["src/x.ts", "lib/y.ts", "src/AGENTS.md/z"] {
+            session.observe(&ToolResult { tool: "read".into(), file_access: Some(touched.into()) });
+            let out = session.next_request();
+            seen.push(format!("{:?} {:?}", out.activation, key(&out.diagnostics)));
+        }
+        seen
+    };
+    let kernel = observe(Confinement::Kernel, "state-kernel");
+    let fallback = observe(Confinement::Fallback, "state-fallback");
+    for (k, f) in kernel.iter().zip(&fallback).skip(1) {
+        assert!(!k.contains(CONFINE_CANARY) && !f.contains(CONFINE_CANARY), "outside content reached an observation");
+    }
+    assert_eq!(kernel, fallback, "openat2 and the fallback walk observe differently");
+}

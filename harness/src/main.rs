@@ -348,6 +348,7 @@ fn emit(text: std::fmt::Arguments<'_>) {
 }
 
 fn main() -> ExitCode {
+    harness::adapter::export_env_canary();
     let cli = Cli::parse();
     harness::cleanup::become_subreaper();
     harness::cleanup::install_signal_handlers();

@@ -47,3 +47,8 @@ fn protocol_corpus() {
 fn session_corpus() {
     replay("session", harness::fuzzing::session);
 }
+
+#[test]
+fn confinement_corpus() {
+    replay("confinement", harness::fuzzing::confinement);
+}

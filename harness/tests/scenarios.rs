@@ -34,6 +34,7 @@ fn redact(value: &mut serde_json::Value, sandbox_prefix: &str) {
 }
 
 fn main() -> ExitCode {
+    harness::adapter::export_env_canary();
     let args = Arguments::from_args();
     let dir = default_cases_dir();
     let cases = match load_dir(&dir) {

@@ -65,8 +65,8 @@ def read_text(path, confine=None):
         st = os.stat(path)
     except OSError:
         raise Refusal("file.unreadable")
-    if not stat.S_ISREG(st.st_mode):
-        raise Refusal("file.not_regular")  # decided before opening: a FIFO never blocks us
+    if not stat.S_ISREG(st.st_mode) or os.path.realpath(path).startswith(("/proc/", "/sys/")):
+        raise Refusal("file.not_regular")  # decided before opening: a FIFO, a device, procfs (D-CAP-4)
     if st.st_size > CAP:
         raise Refusal(OVERSIZED)  # decided on the size alone: nothing is read, nothing is cut
     try:

@@ -137,22 +137,38 @@ def parse_block(block):
 
 
 def compile_glob(g, line):
-    """`*` and `?` stay in a segment, `**` is zero or more folders; everything else is literal."""
+    """Checks one `paths` item (D-GLOB-3, D-GLOB-6) and returns its matcher."""
     segs = g.split("/")
     for code, bad in (("glob.absolute", g.startswith("/")), ("glob.backslash", "\\" in g),
                       ("glob.parent_segment", ".." in segs),
                       ("glob.invalid", any("**" in s and s != "**" for s in segs))):
         if bad:
             raise Refusal(code, line)
-    out = ""
-    for i, s in enumerate(segs):
-        last = i == len(segs) - 1
-        if s == "**":
-            out += ".+" if last else "(?:[^/]+/)*"
-            continue
-        out += "".join("[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in s)
-        out += "" if last else "/"
-    return re.compile(out, re.S)
+    return Glob(segs)
+
+
+class Glob:
+    """`*` and `?` stay inside a segment; `**` is zero or more folders, and at the end one or more
+    segments (`src/**` is everything below src, not src). Everything else is literal (D-GLOB-1..8).
+    Matched segment by segment with a table, never by backtracking: many `**` stay linear."""
+
+    def __init__(self, segs):
+        self.segs = [s if s == "**" else re.compile("".join(
+            "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c) for c in s), re.S) for s in segs]
+
+    def fullmatch(self, path):
+        parts = path.split("/")
+        n = len(parts)
+        ok = [j == n for j in range(n + 1)]  # ok[j]: the globs after this one match parts[j:]
+        for i in reversed(range(len(self.segs))):
+            s = self.segs[i]
+            if s == "**" and i == len(self.segs) - 1:
+                ok = [j < n for j in range(n + 1)]
+            elif s == "**":
+                ok = [any(ok[j:]) for j in range(n + 1)]
+            else:
+                ok = [j < n and ok[j + 1] and s.fullmatch(parts[j]) is not None for j in range(n + 1)]
+        return ok[0]
 
 
 def parse_module(text):
