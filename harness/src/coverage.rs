@@ -9,8 +9,6 @@
 //! lists such decisions apart and does not count them as gaps.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -41,27 +39,21 @@ struct ClauseFile {
 /// The marker of a decision pinned outside the corpus: `(not a scenario: <test>)`.
 pub const NOT_A_SCENARIO: &str = "(not a scenario:";
 
-/// Every clause of a cases directory: the clause files, then the decisions.
-pub fn load_clauses(cases_dir: &Path) -> Result<Vec<Clause>, String> {
+/// Every clause of a corpus: the clause files, then the decisions.
+pub fn load_clauses(corpus: &crate::corpus::Corpus) -> Result<Vec<Clause>, String> {
     let mut out = Vec::new();
-    let dir = cases_dir.join("clauses");
-    let mut files: Vec<_> = fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
-    for f in files {
-        let text = fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        let file: ClauseFile = reference::yaml::from_str(&text).map_err(|e| match e.line {
+    for (rel, text) in corpus.files.iter().filter(|(k, _)| k.starts_with("clauses/") && k.ends_with(".yaml")) {
+        let f = corpus.path_of(rel);
+        let file: ClauseFile = reference::yaml::from_str(text).map_err(|e| match e.line {
             Some(l) => format!("{}:{l}: {}", f.display(), e.message),
             None => format!("{}: {}", f.display(), e.message),
         })?;
         out.extend(file.clauses);
     }
-    let decisions = fs::read_to_string(cases_dir.join("DECISIONS.md")).unwrap_or_default();
-    out.extend(decision_clauses(&decisions));
+    if out.is_empty() {
+        return Err(format!("{}: no clause list under clauses/", corpus.origin.display()));
+    }
+    out.extend(decision_clauses(corpus.text("DECISIONS.md").unwrap_or_default()));
     let mut seen = BTreeSet::new();
     for c in &out {
         if !seen.insert(c.id.clone()) {

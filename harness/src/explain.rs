@@ -5,7 +5,7 @@ use std::fmt::Write;
 use std::fs;
 use std::path::Path;
 
-use crate::load::{default_cases_dir, Case, TREE_MARKER};
+use crate::load::{Case, Corpus, TREE_MARKER};
 use crate::scenario::Platform;
 use crate::tree::Sandbox;
 
@@ -23,10 +23,9 @@ fn paragraph_with(text: &str, quote: &str) -> Option<String> {
 }
 
 /// The case, each cited sentence in its seed paragraph or decision, and the case file.
-pub fn explain(cases: &[Case], id: &str) -> Result<String, String> {
+pub fn explain(corpus: &Corpus, cases: &[Case], id: &str) -> Result<String, String> {
     let case = find(cases, id)?;
     let s = &case.scenario;
-    let dir = default_cases_dir();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -41,14 +40,8 @@ pub fn explain(cases: &[Case], id: &str) -> Result<String, String> {
         if let (Some(seed), Some(quote)) = (&r.seed, &r.quote) {
             let heading = r.heading.as_deref().unwrap_or("");
             let _ = writeln!(out, "seed {seed}, \"{heading}\":");
-            let text = fs::read_dir(dir.join("seeds"))
-                .ok()
-                .and_then(|rd| {
-                    rd.filter_map(Result::ok).find(|e| e.file_name().to_string_lossy().starts_with(&format!("{seed}_")))
-                })
-                .and_then(|e| fs::read_to_string(e.path()).ok())
-                .unwrap_or_default();
-            match paragraph_with(&text, quote) {
+            let text = corpus.seed(seed).unwrap_or_default();
+            match paragraph_with(text, quote) {
                 Some(p) => p.lines().for_each(|l| {
                     let _ = writeln!(out, "  | {l}");
                 }),
@@ -58,7 +51,7 @@ pub fn explain(cases: &[Case], id: &str) -> Result<String, String> {
             }
         }
         if let Some(d) = &r.decision {
-            let text = fs::read_to_string(dir.join("DECISIONS.md")).unwrap_or_default();
+            let text = corpus.text("DECISIONS.md").unwrap_or_default();
             let marker = format!("**{d}**");
             let _ = writeln!(out, "decision {d}:");
             match text.split("\n- ").find(|b| b.contains(&marker)) {
@@ -72,7 +65,7 @@ pub fn explain(cases: &[Case], id: &str) -> Result<String, String> {
         }
         out.push('\n');
     }
-    let _ = writeln!(out, "---\n{}", fs::read_to_string(&case.file).unwrap_or_default());
+    let _ = writeln!(out, "---\n{}", case.text);
     Ok(out)
 }
 
@@ -84,7 +77,7 @@ pub fn repro(cases: &[Case], id: &str, dir: &Path) -> Result<String, String> {
         return Err(format!("{} exists (repro writes a new directory)", dir.display()));
     }
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    fs::copy(&case.file, dir.join("case.yaml")).map_err(|e| format!("case.yaml: {e}"))?;
+    fs::write(dir.join("case.yaml"), &case.text).map_err(|e| format!("case.yaml: {e}"))?;
     if case.scenario.platform == Platform::Posix {
         let tree_dir = dir.join("tree");
         let sandbox = Sandbox::in_dir(&tree_dir)?;

@@ -8,6 +8,7 @@ pub mod adapter;
 pub mod beneath;
 pub mod cleanup;
 pub mod compare;
+pub mod corpus;
 pub mod coverage;
 pub mod diff;
 pub mod driver;

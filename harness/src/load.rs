@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use crate::corpus::Corpus;
 use crate::scenario::{Action, Basis, BasisSpec, Platform, Scenario, TreeValue};
 use crate::vocabulary;
 
@@ -21,6 +21,8 @@ pub struct Case {
     pub name: String,
     /// The scenario.
     pub scenario: Scenario,
+    /// The case file's text.
+    pub text: String,
 }
 
 /// A loading error, located.
@@ -48,73 +50,6 @@ pub fn default_cases_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("spec-cases")
 }
 
-fn collect(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<LoadError>) {
-    let entries = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) => {
-            errors.push(LoadError {
-                file: dir.to_path_buf(),
-                line: None,
-                message: format!("cannot list directory: {e}"),
-            });
-            return;
-        }
-    };
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
-        let Ok(ft) = entry.file_type() else { continue };
-        let yaml = path.extension().is_some_and(|e| e == "yaml");
-        if ft.is_symlink() {
-            // A link could lead anywhere on the machine; a cases directory is read as it stands.
-            if yaml || path.is_dir() {
-                errors.push(LoadError {
-                    file: path.clone(),
-                    line: None,
-                    message: "is a symbolic link; links in a cases directory are not followed".into(),
-                });
-            }
-            continue;
-        }
-        if ft.is_dir() {
-            // A reproduction's materialised tree is for reading, not a source of cases.
-            if !path.join(TREE_MARKER).exists() {
-                collect(&path, out, errors);
-            }
-        } else if yaml && path.file_name().is_some_and(|n| n != "vocabulary.yaml") {
-            if ft.is_file() {
-                out.push(path);
-            } else {
-                errors.push(LoadError { file: path, line: None, message: "is not a regular file".into() });
-            }
-        }
-    }
-}
-
-/// The largest case file the loader reads: 4 MiB.
-pub const MAX_CASE_BYTES: u64 = 4 << 20;
-
-/// Reads a case file: a regular file, not through a link, at most [`MAX_CASE_BYTES`].
-fn read_case(file: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(file)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("is not a regular file".into());
-    }
-    if meta.len() > MAX_CASE_BYTES {
-        return Err(format!("is {} bytes, over the {} MiB a case file may have", meta.len(), MAX_CASE_BYTES >> 20));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_CASE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes)
-        .map_err(|e| format!("is not utf-8 (first invalid byte at offset {})", e.utf8_error().valid_up_to()))
-}
-
 /// The first 1-based line of `text` containing `needle`.
 fn line_of(text: &str, needle: &str) -> Option<usize> {
     text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
@@ -123,25 +58,31 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
 /// Loads and validates every case under `dir` (files whose top-level mapping has an `id`; other
 /// YAML such as clause lists lives in `clauses/` and is skipped).
 pub fn load_dir(dir: &Path) -> Result<Vec<Case>, Vec<LoadError>> {
-    let mut files = Vec::new();
-    let mut errors = Vec::new();
-    collect(dir, &mut files, &mut errors);
-    files.retain(|f| !f.strip_prefix(dir).is_ok_and(|r| r.starts_with("clauses")));
-    files.sort();
+    load(&Corpus::read(dir))
+}
+
+/// Loads and validates every case of a corpus. One bad file never hides the others: every
+/// error of every file is returned.
+pub fn load(corpus: &Corpus) -> Result<Vec<Case>, Vec<LoadError>> {
+    let mut errors = corpus.errors.clone();
     let mut cases = Vec::new();
-    for file in files {
-        match load_file(dir, &file) {
-            Ok(case) => cases.push(case),
-            Err(mut e) => errors.append(&mut e),
+    for (rel, text) in corpus.case_files() {
+        let file = corpus.path_of(rel);
+        let err = |line: Option<usize>, message: String| LoadError { file: file.clone(), line, message };
+        match parse(text) {
+            Ok(scenario) => {
+                let name = rel.strip_suffix(".yaml").unwrap_or(rel).to_string();
+                cases.push(Case { file: file.clone(), name, scenario, text: text.clone() });
+            }
+            Err(problems) => errors.extend(problems.into_iter().map(|(line, msg)| err(line, msg))),
         }
     }
     let mut ids: BTreeMap<String, PathBuf> = BTreeMap::new();
     for case in &cases {
         if let Some(first) = ids.insert(case.scenario.id.clone(), case.file.clone()) {
-            let text = fs::read_to_string(&case.file).unwrap_or_default();
             errors.push(LoadError {
                 file: case.file.clone(),
-                line: line_of(&text, "id:"),
+                line: line_of(&case.text, "id:"),
                 message: format!("id: '{}' is also the id of {}", case.scenario.id, first.display()),
             });
         }
@@ -151,21 +92,6 @@ pub fn load_dir(dir: &Path) -> Result<Vec<Case>, Vec<LoadError>> {
     } else {
         Err(errors)
     }
-}
-
-/// Loads one file.
-pub fn load_file(dir: &Path, file: &Path) -> Result<Case, Vec<LoadError>> {
-    let err = |line: Option<usize>, message: String| LoadError { file: file.to_path_buf(), line, message };
-    let text = read_case(file).map_err(|e| vec![err(None, e)])?;
-    let scenario =
-        parse(&text).map_err(|problems| problems.into_iter().map(|(line, msg)| err(line, msg)).collect::<Vec<_>>())?;
-    let name = file
-        .strip_prefix(dir)
-        .unwrap_or(file)
-        .with_extension("")
-        .to_string_lossy()
-        .replace(std::path::MAIN_SEPARATOR, "/");
-    Ok(Case { file: file.to_path_buf(), name, scenario })
 }
 
 /// Parses and validates one scenario's text: the located problems, or the scenario.

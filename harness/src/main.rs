@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use harness::implementation::{Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir, Case};
+use harness::load::{Case, Corpus};
 use harness::manifest::Manifest;
 use harness::report::{self, Summary};
 use harness::run::{Level, Status};
@@ -145,11 +145,20 @@ enum Format {
     Badge,
 }
 
+/// The corpus: `--cases DIR`, else the one built into this binary.
+fn corpus(cases: &CasesArg) -> Corpus {
+    match &cases.cases {
+        Some(dir) => Corpus::read(dir),
+        None => Corpus::builtin(),
+    }
+}
+
 fn load(cases: &CasesArg) -> Result<Vec<Case>, String> {
-    let dir = cases.cases.clone().unwrap_or_else(default_cases_dir);
-    let cases = load_dir(&dir).map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
+    let corpus = corpus(cases);
+    let cases = harness::load::load(&corpus)
+        .map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
     if cases.is_empty() {
-        return Err(format!("no cases found under {} (a run that finds zero cases fails)", dir.display()));
+        return Err(format!("no cases found under {} (a run that finds zero cases fails)", corpus.origin.display()));
     }
     Ok(cases)
 }
@@ -361,10 +370,12 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }),
-        Command::Explain { id, cases } => load(&cases).and_then(|c| harness::explain::explain(&c, &id)).map(|text| {
-            emit(format_args!("{text}\n"));
-            ExitCode::SUCCESS
-        }),
+        Command::Explain { id, cases } => {
+            load(&cases).and_then(|c| harness::explain::explain(&corpus(&cases), &c, &id)).map(|text| {
+                emit(format_args!("{text}\n"));
+                ExitCode::SUCCESS
+            })
+        }
         Command::Repro { id, dir, cases } => {
             load(&cases).and_then(|c| harness::explain::repro(&c, &id, &dir)).map(|msg| {
                 emit(format_args!("{msg}\n"));
@@ -372,8 +383,7 @@ fn main() -> ExitCode {
             })
         }
         Command::Coverage { verbose, cases } => load(&cases).and_then(|loaded| {
-            let dir = cases.cases.clone().unwrap_or_else(default_cases_dir);
-            let clauses = harness::coverage::load_clauses(&dir)?;
+            let clauses = harness::coverage::load_clauses(&corpus(&cases))?;
             let cov = harness::coverage::coverage(&clauses, &loaded);
             if verbose {
                 for (id, by) in &cov.clauses {

@@ -18,7 +18,7 @@ fn retired() -> Vec<String> {
 #[test]
 fn no_retired_id_is_used_again() {
     let cases = load_dir(&default_cases_dir()).unwrap();
-    let clauses = load_clauses(&default_cases_dir()).unwrap();
+    let clauses = load_clauses(&harness::corpus::Corpus::read(&default_cases_dir())).unwrap();
     for id in retired() {
         assert!(!cases.iter().any(|c| c.scenario.id == id), "retired id {id} is a case id again");
         assert!(!clauses.iter().any(|c| c.id == id), "retired id {id} is a clause id again");
@@ -29,7 +29,7 @@ fn no_retired_id_is_used_again() {
 fn every_clause_is_covered_and_every_case_cites_one() {
     let cases = load_dir(&default_cases_dir()).unwrap();
     assert!(!cases.is_empty());
-    let clauses = load_clauses(&default_cases_dir()).unwrap();
+    let clauses = load_clauses(&harness::corpus::Corpus::read(&default_cases_dir())).unwrap();
     let cov = coverage(&clauses, &cases);
     assert!(cov.is_complete(), "{}", report(&cov));
 }

@@ -1,0 +1,179 @@
+//! Where cases come from: the corpus built into the binary (so an installed `conformance` runs from
+//! any directory with the source tree gone), or a directory given with `--cases` (a pinned suite
+//! release, an implementer's own cases). Either way the same files: the case YAML, `DECISIONS.md`,
+//! `clauses/*.yaml`, `seeds/*` and `retired-ids.txt`, as text.
+//!
+//! A directory is untrusted input: its links are not followed, only regular files are read, and
+//! none larger than [`MAX_FILE_BYTES`].
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use include_dir::{include_dir, Dir};
+
+use crate::load::{LoadError, TREE_MARKER};
+
+/// The corpus as it was when the binary was built (harness/build.rs rebuilds it on any change).
+static BUILTIN: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../spec-cases");
+
+/// The largest file read from a cases directory: 4 MiB.
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// A corpus: every file by its `/`-path relative to the cases directory.
+#[derive(Debug, Clone)]
+pub struct Corpus {
+    /// Where it came from, for messages: the directory, or `spec-cases (built in)`.
+    pub origin: PathBuf,
+    /// Relative path → text.
+    pub files: BTreeMap<String, String>,
+    /// What could not be read, located.
+    pub errors: Vec<LoadError>,
+}
+
+impl Corpus {
+    /// The corpus built into the binary.
+    pub fn builtin() -> Corpus {
+        fn walk(dir: &Dir<'_>, files: &mut BTreeMap<String, String>) {
+            for f in dir.files() {
+                if let Some(text) = f.contents_utf8() {
+                    files.insert(f.path().to_string_lossy().replace('\\', "/"), text.to_string());
+                }
+            }
+            for d in dir.dirs() {
+                walk(d, files);
+            }
+        }
+        let mut files = BTreeMap::new();
+        walk(&BUILTIN, &mut files);
+        Corpus { origin: PathBuf::from("spec-cases (built in)"), files, errors: Vec::new() }
+    }
+
+    /// Reads a cases directory: every `*.yaml`, and the top-level documents the tools read.
+    pub fn read(dir: &Path) -> Corpus {
+        let mut corpus = Corpus { origin: dir.to_path_buf(), files: BTreeMap::new(), errors: Vec::new() };
+        corpus.collect(dir, "");
+        for extra in ["DECISIONS.md", "retired-ids.txt"] {
+            let path = dir.join(extra);
+            if let Ok(text) = read_file(&path) {
+                corpus.files.insert(extra.into(), text);
+            }
+        }
+        corpus.collect_flat(dir, "seeds");
+        corpus
+    }
+
+    fn error(&mut self, rel: &str, message: impl Into<String>) {
+        self.errors.push(LoadError { file: self.origin.join(rel), line: None, message: message.into() });
+    }
+
+    fn collect(&mut self, dir: &Path, rel: &str) {
+        let entries = match fs::read_dir(dir) {
+            Ok(rd) => rd,
+            Err(e) => return self.error(rel, format!("cannot list directory: {e}")),
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+            let Ok(ft) = entry.file_type() else { continue };
+            let yaml = name.ends_with(".yaml");
+            if ft.is_symlink() {
+                // A link could lead anywhere on the machine; a cases directory is read as it stands.
+                if yaml || entry.path().is_dir() {
+                    self.error(&child, "is a symbolic link; links in a cases directory are not followed");
+                }
+            } else if ft.is_dir() {
+                // A reproduction's materialised tree is for reading, not a source of cases.
+                if !entry.path().join(TREE_MARKER).exists() {
+                    self.collect(&entry.path(), &child);
+                }
+            } else if yaml {
+                match read_file(&entry.path()) {
+                    Ok(text) => {
+                        self.files.insert(child, text);
+                    }
+                    Err(e) => self.error(&child, e),
+                }
+            }
+        }
+    }
+
+    /// Reads the regular files directly in `dir/sub`.
+    fn collect_flat(&mut self, dir: &Path, sub: &str) {
+        let Ok(entries) = fs::read_dir(dir.join(sub)) else { return };
+        for entry in entries.filter_map(Result::ok) {
+            if entry.file_type().is_ok_and(|t| t.is_file()) {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Ok(text) = read_file(&entry.path()) {
+                    self.files.insert(format!("{sub}/{name}"), text);
+                }
+            }
+        }
+    }
+
+    /// The text of a file, by its relative path.
+    pub fn text(&self, rel: &str) -> Option<&str> {
+        self.files.get(rel).map(String::as_str)
+    }
+
+    /// The display path of a file.
+    pub fn path_of(&self, rel: &str) -> PathBuf {
+        self.origin.join(rel)
+    }
+
+    /// The text of seed `number` (`000`), from `seeds/<number>_*`.
+    pub fn seed(&self, number: &str) -> Option<&str> {
+        let prefix = format!("seeds/{number}_");
+        self.files.iter().find(|(k, _)| k.starts_with(&prefix)).map(|(_, v)| v.as_str())
+    }
+
+    /// The scenario files: every `*.yaml` but the vocabulary and the clause lists.
+    pub fn case_files(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.files
+            .iter()
+            .filter(|(k, _)| k.ends_with(".yaml") && !k.starts_with("clauses/") && k.as_str() != "vocabulary.yaml")
+    }
+}
+
+/// Reads a file of a cases directory: a regular file, not through a link, at most
+/// [`MAX_FILE_BYTES`], as UTF-8.
+pub fn read_file(file: &Path) -> Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(file)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
+    if !meta.is_file() {
+        return Err("is not a regular file".into());
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!("is {} bytes, over the {} MiB a case file may have", meta.len(), MAX_FILE_BYTES >> 20));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
+    String::from_utf8(bytes)
+        .map_err(|e| format!("is not utf-8 (first invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The built-in corpus is the source tree's: a binary built before a case changed would run
+    /// an old suite.
+    #[test]
+    fn the_builtin_corpus_is_the_source_trees() {
+        let disk = Corpus::read(&crate::load::default_cases_dir());
+        let builtin = Corpus::builtin();
+        let names = |c: &Corpus| c.case_files().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>();
+        assert!(!names(&builtin).is_empty());
+        assert_eq!(names(&builtin), names(&disk));
+        assert_eq!(builtin.text("DECISIONS.md"), disk.text("DECISIONS.md"));
+        assert!(builtin.seed("000").is_some());
+    }
+}
