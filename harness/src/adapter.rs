@@ -131,6 +131,8 @@ pub struct ProcessAdapter {
     hello: Option<Hello>,
     /// The process was killed for a crash or timeout, so starting it again counts.
     crashed: bool,
+    /// Every line exchanged, when recording: `> ` request, `< ` reply.
+    transcript: Option<Vec<String>>,
 }
 
 impl ProcessAdapter {
@@ -149,7 +151,19 @@ impl ProcessAdapter {
             proc: None,
             hello: None,
             crashed: false,
+            transcript: None,
         }
+    }
+
+    /// Records every line exchanged from now on (see [`ProcessAdapter::transcript`]).
+    pub fn record(&mut self) {
+        self.transcript = Some(Vec::new());
+    }
+
+    /// The lines exchanged since [`ProcessAdapter::record`]: `> {request}` and `< {reply}`, in
+    /// order, each as sent.
+    pub fn transcript(&self) -> &[String] {
+        self.transcript.as_deref().unwrap_or_default()
     }
 
     /// How many times the process was started again after a crash or timeout.
@@ -211,8 +225,14 @@ impl ProcessAdapter {
         let Some(proc) = self.proc.as_mut() else {
             return Err(ImplError::Refused("no case is open (the implementation's process is not running)".into()));
         };
+        if let Some(t) = self.transcript.as_mut() {
+            t.push(format!("> {}", String::from_utf8_lossy(line.strip_suffix(b"\n").unwrap_or(&line))));
+        }
         let outcome = proc.round_trip(line, self.timeout);
         let bytes = outcome.map_err(|f| self.fail(f))?;
+        if let Some(t) = self.transcript.as_mut() {
+            t.push(format!("< {}", String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes))));
+        }
         let reply: Reply = match serde_json::from_slice(&bytes) {
             Ok(reply) => reply,
             Err(e) => {

@@ -31,7 +31,7 @@ const LINES_DECISION: &str = "D-FM-11";
 const RENDER_DECISION: &str = "D-RENDER-2";
 
 /// One difference, with both sides rendered for a side-by-side report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Mismatch {
     /// What differs (`activation[0].path`).
     pub field: String,

@@ -78,16 +78,22 @@ pub fn repro(cases: &[Case], id: &str, dir: &Path) -> Result<String, String> {
     }
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     fs::write(dir.join("case.yaml"), &case.text).map_err(|e| format!("case.yaml: {e}"))?;
-    if case.scenario.platform == Platform::Posix {
-        let tree_dir = dir.join("tree");
-        let sandbox = Sandbox::in_dir(&tree_dir)?;
-        fs::write(tree_dir.join(TREE_MARKER), "").map_err(|e| e.to_string())?;
-        sandbox.build(&case.scenario.tree)?;
+    let tree_dir = dir.join("tree");
+    let sandbox = Sandbox::in_dir(&tree_dir)?;
+    fs::write(tree_dir.join(TREE_MARKER), "").map_err(|e| e.to_string())?;
+    let mut notes = vec![format!("wrote {}", dir.display())];
+    // The one-shot input builds the tree as a run would (host cases), with paths into tree/.
+    match crate::run::one_shot_input(&case.scenario, sandbox) {
+        Ok(input) => {
+            let text = serde_json::to_string_pretty(&input).map_err(|e| e.to_string())?;
+            fs::write(dir.join("one-shot.json"), text + "\n").map_err(|e| format!("one-shot.json: {e}"))?;
+            notes.push(format!("one-shot input: {}/one-shot.json (ADAPTER --one-shot < one-shot.json)", dir.display()));
+        }
+        Err(why) => notes.push(format!("no one-shot input: {why}")),
     }
-    Ok(format!(
-        "wrote {}\nrun it: conformance run --cases {} [--adapter CMD]\nthe tree as the harness makes it: {}/tree/project",
-        dir.display(),
-        dir.display(),
-        dir.display()
-    ))
+    if case.scenario.platform == Platform::Posix {
+        notes.push(format!("the tree as the harness makes it: {}/tree/project", dir.display()));
+    }
+    notes.push(format!("run it: conformance run --cases {} [--adapter CMD]", dir.display()));
+    Ok(notes.join("\n"))
 }

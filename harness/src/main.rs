@@ -48,6 +48,13 @@ enum Command {
         id: String,
         /// The directory to write (must not exist).
         dir: PathBuf,
+        /// Also run the case through an adapter and write the protocol exchange to
+        /// `transcript.jsonl` (`> ` requests, `< ` replies).
+        #[arg(long)]
+        transcript: bool,
+        /// The adapter for `--transcript`; the default is reference-adapter.
+        #[arg(long, requires = "transcript")]
+        adapter: Option<String>,
         #[command(flatten)]
         cases: CasesArg,
     },
@@ -58,6 +65,32 @@ enum Command {
         verbose: bool,
         #[command(flatten)]
         cases: CasesArg,
+    },
+    /// A first check of an adapter: validates its hello, runs one small case per profile it
+    /// declares, and prints the protocol exchange of the first failure; exit 0 only when all pass.
+    Smoke {
+        /// The adapter command (run with `sh -c`).
+        #[arg(long)]
+        adapter: String,
+        /// Seconds the adapter may take to answer one request. The default is 10.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        #[command(flatten)]
+        cases: CasesArg,
+    },
+    /// Renders a saved JSON report (`run --format json`) again, in any format.
+    Report {
+        /// The JSON report.
+        results: PathBuf,
+        /// The format.
+        #[arg(long, value_enum, default_value = "human")]
+        format: Format,
+        /// For `badge`: only this profile.
+        #[arg(long)]
+        profile: Option<String>,
+        /// Also write `FORMAT=PATH`, repeatable.
+        #[arg(long = "output", value_name = "FORMAT=PATH", value_parser = parse_output)]
+        outputs: Vec<(Format, PathBuf)>,
     },
     /// Runs the suite and writes the manifest that expects exactly its results.
     Expectations {
@@ -109,6 +142,10 @@ struct RunArgs {
     /// The report on stdout (a human summary also goes to stderr for the other formats).
     #[arg(long, value_enum, default_value = "human")]
     format: Format,
+    /// Also write a report to a file: `FORMAT=PATH` (human, json, junit, markdown, badge),
+    /// repeatable, all from this one run. `badge=DIR/` writes one endpoint document per profile.
+    #[arg(long = "output", value_name = "FORMAT=PATH", value_parser = parse_output)]
+    outputs: Vec<(Format, PathBuf)>,
     /// Parallel jobs, each with its own implementation instance. The default is 1.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
     jobs: u64,
@@ -136,7 +173,17 @@ enum LevelArg {
     Seed,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+fn parse_output(s: &str) -> Result<(Format, PathBuf), String> {
+    let (format, path) = s.split_once('=').ok_or_else(|| format!("'{s}': expected FORMAT=PATH"))?;
+    let format = Format::from_str(format, true)
+        .map_err(|_| format!("'{format}' is not a format (human, json, junit, markdown, badge)"))?;
+    if path.is_empty() {
+        return Err(format!("'{s}': the path is empty"));
+    }
+    Ok((format, PathBuf::from(path)))
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq, Debug)]
 enum Format {
     Human,
     Json,
@@ -288,11 +335,8 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
         eprintln!("conformance: killed {escaped} process(es) the adapter left behind outside its process group");
     }
     let (hello, results) = outcome?;
-    if let Some(r) = results.iter().find(|r| r.fatal) {
-        return Err(format!("the run ended early: {}", r.reason.clone().unwrap_or_default()));
-    }
     let executed = results.iter().filter(|r| !matches!(r.status, Status::Unsupported | Status::Skip)).count();
-    if executed == 0 {
+    if executed == 0 && !results.iter().any(|r| r.fatal) {
         return Err(format!(
             "no case executed: all {} selected cases were unsupported or skipped (hello from '{}' declares \
              profiles [{}] and capabilities [{}]); a run that runs nothing cannot pass",
@@ -307,6 +351,9 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
 
 fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let (hello, mut results, manifest) = execute(args)?;
+    // A run that ended early (the adapter could no longer be restarted) is still reported whole,
+    // every CRASH with its stderr tail, before it ends with exit 2.
+    let fatal = results.iter().find(|r| r.fatal).map(|r| r.reason.clone().unwrap_or_default());
     let unexpected: Vec<String> =
         results.iter_mut().filter_map(|r| (!manifest.apply(r)).then(|| r.id.clone())).collect();
     let dropped = manifest.dropped_support(&hello);
@@ -315,16 +362,14 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let terminal =
         if args.format == Format::Human { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
     let human = report::human(&results, &summary, report::use_colour(terminal));
-    let out = match args.format {
-        Format::Human => human.clone(),
-        Format::Json => report::json(&hello, &results, &summary),
-        Format::Junit => report::junit(&hello, &results, &summary),
-        Format::Markdown => report::markdown(&hello, &results, &summary),
-        Format::Badge => report::badge(&results),
-    };
+    let rendered = Rendered { hello: &hello, results: &results, summary: &summary, profile: args.profile.as_deref() };
+    let out = if args.format == Format::Human { human.clone() } else { rendered.render(args.format) };
     emit(format_args!("{out}\n"));
     if args.format != Format::Human {
         eprint!("{human}");
+    }
+    for (format, path) in &args.outputs {
+        rendered.write(*format, path)?;
     }
     if !dropped.is_empty() {
         eprintln!(
@@ -333,6 +378,10 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             dropped.join(", ")
         );
     }
+    if let Some(why) = fatal {
+        eprintln!("conformance: the run ended early: {why}");
+        return Ok(ExitCode::from(2));
+    }
     if summary.unexpected.is_empty() && dropped.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
@@ -340,6 +389,137 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         eprintln!("to accept these results, rewrite the manifest: {}", rewrite_hint(args, path));
     }
     Ok(ExitCode::from(1))
+}
+
+/// One run's results, ready to be rendered in any format.
+struct Rendered<'a> {
+    hello: &'a harness::Hello,
+    results: &'a [harness::run::CaseResult],
+    summary: &'a Summary,
+    profile: Option<&'a str>,
+}
+
+impl Rendered<'_> {
+    fn render(&self, format: Format) -> String {
+        match format {
+            Format::Human => report::human(self.results, self.summary, false),
+            Format::Json => report::json(self.hello, self.results, self.summary),
+            Format::Junit => report::junit(self.hello, self.results, self.summary),
+            Format::Markdown => report::markdown(self.hello, self.results, self.summary),
+            Format::Badge => report::badge(self.results, self.profile),
+        }
+    }
+
+    /// Writes `format` to `path`; `badge` to a directory (a path ending in `/`, or one that
+    /// exists) writes `<profile>.json` for each profile.
+    fn write(&self, format: Format, path: &Path) -> Result<(), String> {
+        let put = |p: &Path, text: String| std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()));
+        if format == Format::Badge && (path.to_string_lossy().ends_with('/') || path.is_dir()) {
+            std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            for p in report::profiles(self.results) {
+                put(&path.join(format!("{p}.json")), report::badge(self.results, Some(&p)))?;
+            }
+            return Ok(());
+        }
+        put(path, self.render(format))
+    }
+}
+
+/// `conformance smoke`: hello, then the smallest runnable case of each declared profile.
+fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String> {
+    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
+    let _home_guard = harness::cleanup::register_dir(home.path().to_path_buf());
+    let mut imp = harness::adapter::ProcessAdapter::new(command, home.path(), Duration::from_secs(timeout), 0);
+    let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
+    harness::implementation::validate_hello(&hello)?;
+    emit(format_args!(
+        "hello: {} {} ({}), profiles [{}], capabilities [{}]\n",
+        hello.name,
+        hello.version,
+        hello.language,
+        hello.profiles.join(", "),
+        hello.capabilities.join(", ")
+    ));
+    let mut failed = false;
+    for profile in &hello.profiles {
+        // The smallest case that rests on the seed and checks sent content or rendered files,
+        // so that a smoke run says something about what the model would read.
+        let telling = |c: &&Case| {
+            c.scenario.case_basis() == Some(harness::scenario::Basis::Seed)
+                && (c.text.contains("content:") || c.text.contains("files:"))
+        };
+        let size = |c: &&Case| (!telling(c), c.scenario.steps.len(), c.text.len());
+        let Some(case) = cases
+            .iter()
+            .filter(|c| &c.scenario.profile == profile && harness::run::unsupported(&hello, &c.scenario).is_none())
+            .min_by_key(size)
+        else {
+            emit(format_args!("{profile}: no case runs with the declared capabilities\n"));
+            failed = true;
+            continue;
+        };
+        imp.record();
+        let result = harness::run::run_case(&mut imp, &harness::run::RunContext::new(&hello), case);
+        emit(format_args!("{profile}: {} {} [{}]\n", result.status.as_str(), case.name, case.scenario.id));
+        if result.status != Status::Pass {
+            if !failed {
+                emit(format_args!("{}", report::case_detail(&result)));
+                emit(format_args!("the exchange:\n{}\n", imp.transcript().join("\n")));
+            }
+            failed = true;
+        }
+    }
+    Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Runs one case through an adapter (reference-adapter by default), recording the exchange into
+/// `dir/transcript.jsonl`.
+fn record_transcript(cases: &[Case], id: &str, dir: &Path, adapter: Option<String>) -> Result<String, String> {
+    let case = cases.iter().find(|c| c.scenario.id == id).ok_or_else(|| format!("no case has the id '{id}'"))?;
+    let command = match adapter {
+        Some(a) => a,
+        None => harness::adapter::shell_quote(&harness::adapter::reference_adapter_path()?.to_string_lossy()),
+    };
+    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
+    let mut imp = harness::adapter::ProcessAdapter::new(command.clone(), home.path(), Duration::from_secs(10), 0);
+    imp.record();
+    let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
+    let result = harness::run::run_case(&mut imp, &harness::run::RunContext::new(&hello), case);
+    let path = dir.join("transcript.jsonl");
+    std::fs::write(&path, imp.transcript().join("\n") + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(format!("transcript of '{command}' ({}): {}", result.status.as_str(), path.display()))
+}
+
+/// Re-renders a saved JSON report in another format.
+fn rerender(
+    file: &Path,
+    format: Format,
+    profile: Option<&str>,
+    outputs: &[(Format, PathBuf)],
+) -> Result<ExitCode, String> {
+    let text = harness::corpus::read_file(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let saved: SavedReport =
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", file.display()))?;
+    let summary = Summary::new(&saved.results, saved.summary.unexpected);
+    let rendered = Rendered { hello: &saved.implementation, results: &saved.results, summary: &summary, profile };
+    emit(format_args!("{}\n", rendered.render(format)));
+    for (format, path) in outputs {
+        rendered.write(*format, path)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The parts of a JSON report (`--format json`) that re-rendering needs.
+#[derive(serde::Deserialize)]
+struct SavedReport {
+    implementation: harness::Hello,
+    summary: SavedSummary,
+    results: Vec<harness::run::CaseResult>,
+}
+
+#[derive(serde::Deserialize)]
+struct SavedSummary {
+    unexpected: Vec<String>,
 }
 
 /// Writes to stdout. A reader that went away (`conformance list | head -1`) ends the program
@@ -376,12 +556,15 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
-        Command::Repro { id, dir, cases } => {
-            load(&cases).and_then(|c| harness::explain::repro(&c, &id, &dir)).map(|msg| {
-                emit(format_args!("{msg}\n"));
-                ExitCode::SUCCESS
-            })
-        }
+        Command::Repro { id, dir, transcript, adapter, cases } => load(&cases).and_then(|c| {
+            let mut msg = harness::explain::repro(&c, &id, &dir)?;
+            if transcript {
+                msg.push('\n');
+                msg.push_str(&record_transcript(&c, &id, &dir, adapter)?);
+            }
+            emit(format_args!("{msg}\n"));
+            Ok(ExitCode::SUCCESS)
+        }),
         Command::Coverage { verbose, cases } => load(&cases).and_then(|loaded| {
             let clauses = harness::coverage::load_clauses(&corpus(&cases))?;
             let cov = harness::coverage::coverage(&clauses, &loaded);
@@ -393,7 +576,14 @@ fn main() -> ExitCode {
             emit(format_args!("{}", harness::coverage::report(&cov)));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
+        Command::Smoke { adapter, timeout, cases } => load(&cases).and_then(|c| smoke(&c, &adapter, timeout)),
+        Command::Report { results, format, profile, outputs } => {
+            rerender(&results, format, profile.as_deref(), &outputs)
+        }
         Command::Expectations { write, run } => execute(&run).and_then(|(hello, results, _)| {
+            if let Some(r) = results.iter().find(|r| r.fatal) {
+                return Err(format!("the run ended early: {}", r.reason.clone().unwrap_or_default()));
+            }
             let mut m = Manifest::from_results(&hello, &results);
             // A rewrite keeps what people wrote: the reason and link of every entry whose status
             // still holds, and every SKIP.

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::run::{CaseResult, Status};
+use crate::run::{CaseResult, Status, Verdict};
 
 /// The detail of one non-passing case: its reason and, for a failure, the first divergent step
 /// with expected and actual side by side.
@@ -40,7 +40,7 @@ pub fn case_detail(r: &CaseResult) -> String {
 /// `violates the seed` or `differs from decision D-X`, for a failure.
 fn basis_label(r: &CaseResult) -> String {
     match (r.basis, &r.decision) {
-        (Some("seed"), _) => " — violates the seed".into(),
+        (Some(Verdict::Seed), _) => " — violates the seed".into(),
         (Some(_), Some(d)) => format!(" — differs from decision {d}"),
         _ => String::new(),
     }
@@ -147,8 +147,8 @@ pub fn human(results: &[CaseResult], summary: &Summary, colour: bool) -> String 
 /// How many failures violate the seed, and how many differ only from a decision.
 fn split_by_basis(results: &[CaseResult]) -> (usize, usize) {
     let failed = |r: &&CaseResult| matches!(r.status, Status::Fail | Status::Xfail);
-    let seed = results.iter().filter(failed).filter(|r| r.basis == Some("seed")).count();
-    let decision = results.iter().filter(failed).filter(|r| r.basis == Some("decision")).count();
+    let seed = results.iter().filter(failed).filter(|r| r.basis == Some(Verdict::Seed)).count();
+    let decision = results.iter().filter(failed).filter(|r| r.basis == Some(Verdict::Decision)).count();
     (seed, decision)
 }
 
@@ -312,8 +312,8 @@ pub fn markdown(hello: &crate::Hello, results: &[CaseResult], summary: &Summary)
     } else {
         let unexpected: Vec<&CaseResult> = results.iter().filter(|r| summary.unexpected.contains(&r.id)).collect();
         let groups = [
-            ("Violates the seed", Some("seed")),
-            ("Differs from a decision", Some("decision")),
+            ("Violates the seed", Some(Verdict::Seed)),
+            ("Differs from a decision", Some(Verdict::Decision)),
             ("Other unexpected results", None),
         ];
         for (title, basis) in groups {
@@ -337,23 +337,36 @@ pub fn markdown(hello: &crate::Hello, results: &[CaseResult], summary: &Summary)
     out
 }
 
-/// Badge JSON per profile (shields.io endpoint schema): passed over run cases.
-pub fn badge(results: &[CaseResult]) -> String {
-    let mut per: std::collections::BTreeMap<&str, (usize, usize)> = std::collections::BTreeMap::new();
-    for r in results.iter().filter(|r| !matches!(r.status, Status::Skip | Status::Unsupported)) {
-        let e = per.entry(r.profile.as_str()).or_default();
-        e.1 += 1;
-        if r.status == Status::Pass {
-            e.0 += 1;
-        }
-    }
-    let badges: serde_json::Map<String, serde_json::Value> = per
-        .into_iter()
-        .map(|(profile, (pass, run))| {
-            let color = if pass == run { "brightgreen" } else if pass * 10 >= run * 9 { "yellow" } else { "red" };
-            let v = serde_json::json!({"schemaVersion": 1, "label": format!("conformance: {profile}"), "message": format!("{pass}/{run}"), "color": color});
-            (profile.to_string(), v)
-        })
-        .collect();
-    serde_json::to_string_pretty(&serde_json::Value::Object(badges)).unwrap_or_default()
+/// One shields.io endpoint document (`schemaVersion`, `label`, `message`, `color`) for the
+/// results of `profile` (all results when `None`). The count is over every selected case, the
+/// unsupported ones included, so a loader that runs 10 of 319 cases shows "10/319, 309
+/// unsupported", never "10/10". PASS and XPASS count as passed; XFAIL does not.
+pub fn badge(results: &[CaseResult], profile: Option<&str>) -> String {
+    let mine: Vec<&CaseResult> = results.iter().filter(|r| profile.is_none_or(|p| r.profile == p)).collect();
+    let total = mine.len();
+    let passed = mine.iter().filter(|r| matches!(r.status, Status::Pass | Status::Xpass)).count();
+    let unsupported = mine.iter().filter(|r| matches!(r.status, Status::Unsupported | Status::Skip)).count();
+    let share = if total == 0 { 0.0 } else { passed as f64 / total as f64 };
+    let color = match share {
+        _ if total == 0 => "lightgrey",
+        s if s >= 1.0 => "brightgreen",
+        s if s >= 0.9 => "green",
+        s if s >= 0.75 => "yellow",
+        s if s >= 0.5 => "orange",
+        _ => "red",
+    };
+    let message = if unsupported > 0 {
+        format!("{passed}/{total}, {unsupported} unsupported")
+    } else {
+        format!("{passed}/{total}")
+    };
+    let label = profile.map_or_else(|| "conformance".to_string(), |p| format!("conformance: {p}"));
+    let doc = serde_json::json!({"schemaVersion": 1, "label": label, "message": message, "color": color});
+    serde_json::to_string_pretty(&doc).unwrap_or_default()
+}
+
+/// The profiles the results cover, in order.
+pub fn profiles(results: &[CaseResult]) -> Vec<String> {
+    let set: std::collections::BTreeSet<&str> = results.iter().map(|r| r.profile.as_str()).collect();
+    set.into_iter().map(String::from).collect()
 }

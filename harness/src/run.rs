@@ -26,6 +26,16 @@ pub enum Level {
     Seed,
 }
 
+/// What a failure contradicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// It violates a seed sentence.
+    Seed,
+    /// It only differs from a decision of this suite.
+    Decision,
+}
+
 /// What every case of a run shares.
 #[derive(Debug, Clone, Copy)]
 pub struct RunContext<'a> {
@@ -84,7 +94,7 @@ impl Status {
 }
 
 /// One step's record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct StepResult {
     /// 0-based index in `steps`.
     pub index: usize,
@@ -97,7 +107,7 @@ pub struct StepResult {
 }
 
 /// One case's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct CaseResult {
     /// The stable id.
     pub id: String,
@@ -113,13 +123,13 @@ pub struct CaseResult {
     pub reason: Option<String>,
     /// For a FAIL: `seed` when it violates a seed sentence, `decision` when it only differs from a
     /// decision of this suite. A case that differs from both is a seed violation.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub basis: Option<&'static str>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub basis: Option<Verdict>,
     /// For a FAIL on a decision, the decision's id.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
     /// Differences from decisions that did not gate the case (`--level seed`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub decision_differences: Vec<String>,
     /// The steps that ran.
     pub steps: Vec<StepResult>,
@@ -185,7 +195,10 @@ struct Running {
 }
 
 fn prepare(s: &Scenario) -> Result<Running, String> {
-    let sandbox = Sandbox::new()?;
+    prepare_in(s, Sandbox::new()?)
+}
+
+fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
     let host = s.platform == Platform::Posix;
     let mem = (!host).then(|| MemModel::new(s));
     if host {
@@ -349,15 +362,15 @@ fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Resu
     }
 }
 
-/// Runs every step in one go, for an implementation in one-shot mode. A host tree cannot change
-/// between the steps of a one-shot run, so such a case is unsupported there.
-fn drive_whole(
-    imp: &mut dyn Implementation,
-    r: &mut Running,
-    s: &Scenario,
-) -> Result<Option<Vec<Result<Observation, ImplError>>>, String> {
+/// A whole case as one-shot mode sends it: the `open` as it is at the start, the script of steps,
+/// and for each scenario step whether it is in the script (host tree edits are not). A host tree
+/// cannot change between the steps of a one-shot run, so a case that edits one is refused.
+fn whole_script(r: &mut Running, s: &Scenario) -> Result<(OpenCase, Vec<ScriptStep>, Vec<bool>), String> {
     let host_edits = r.mem.is_none()
         && s.steps.iter().any(|st| matches!(st.action, Action::Write(_) | Action::Delete(_) | Action::Rename(_)));
+    if host_edits {
+        return Err("one-shot mode cannot edit a host tree between steps".into());
+    }
     let mut script = Vec::new();
     let mut planned = Vec::new();
     for step in &s.steps {
@@ -369,18 +382,31 @@ fn drive_whole(
         }
         planned.push(!matches!(p, Planned::Nothing));
     }
-    let open = {
-        // The open of a one-shot run carries the tree as it is at the start; `plan` above moved
-        // the model on, so it is rebuilt from the scenario.
-        let mut open = r.open.clone();
-        open.tree = r.mem.is_some().then(|| MemModel::new(s).wire());
-        open.state_dir = r.sandbox.state_dir().to_string_lossy().into_owned();
-        open.environment = if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None };
-        open
-    };
-    if host_edits {
-        return Err("one-shot mode cannot edit a host tree between steps".into());
-    }
+    // The open of a one-shot run carries the tree as it is at the start; `plan` above moved the
+    // model on, so it is rebuilt from the scenario.
+    let mut open = r.open.clone();
+    open.tree = r.mem.is_some().then(|| MemModel::new(s).wire());
+    open.state_dir = r.sandbox.state_dir().to_string_lossy().into_owned();
+    open.environment = if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None };
+    Ok((open, script, planned))
+}
+
+/// The one-shot input of a case whose tree is made in `sandbox` (for a reproduction).
+pub fn one_shot_input(s: &Scenario, sandbox: Sandbox) -> Result<crate::wire::OneShotRequest, String> {
+    let mut r = prepare_in(s, sandbox)?;
+    let (open, steps, _) = whole_script(&mut r, s)?;
+    // The reproduction's tree stays where it was made; nothing here may remove it.
+    let _kept = r.sandbox;
+    Ok(crate::wire::OneShotRequest { protocol: crate::wire::PROTOCOL_VERSION.into(), case: s.id.clone(), open, steps })
+}
+
+/// Runs every step in one go, for an implementation in one-shot mode.
+fn drive_whole(
+    imp: &mut dyn Implementation,
+    r: &mut Running,
+    s: &Scenario,
+) -> Result<Option<Vec<Result<Observation, ImplError>>>, String> {
+    let (open, script, planned) = whole_script(r, s)?;
     let Some(outcome) = imp.run_whole(&s.id, &open, &script) else { return Ok(None) };
     let mut observations = match outcome {
         Ok(obs) => obs.into_iter(),
@@ -502,9 +528,9 @@ fn record(result: &mut CaseResult, level: Level, index: usize, action: &str, mis
     let first_seed = mismatches.iter().find(|m| m.basis == Basis::Seed);
     let first_decision = mismatches.iter().find(|m| m.basis != Basis::Seed);
     if let Some(m) = first_seed {
-        if result.basis != Some("seed") {
+        if result.basis != Some(Verdict::Seed) {
             result.status = Status::Fail;
-            result.basis = Some("seed");
+            result.basis = Some(Verdict::Seed);
             result.decision = None;
             result.reason = Some(format!("step {index} ({action}): {} differs (violates the seed)", m.field));
         }
@@ -517,7 +543,7 @@ fn record(result: &mut CaseResult, level: Level, index: usize, action: &str, mis
             }
             Level::All if result.basis.is_none() => {
                 result.status = Status::Fail;
-                result.basis = Some("decision");
+                result.basis = Some(Verdict::Decision);
                 result.reason = Some(format!(
                     "step {index} ({action}): {} differs from decision {id} (not from the seed)",
                     m.field

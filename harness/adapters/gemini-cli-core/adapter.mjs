@@ -19,6 +19,7 @@
 // user project memory, and memoryBoundaryMarkers is [] so the loader never probes the folders above
 // the root for a .git (see README.md). Observations report what the loader sends, as it sends it.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import util from 'node:util';
@@ -38,6 +39,10 @@ const { setGeminiMdFilename } = await import(`${pkg}/tools/memoryTool.js`);
 const { readGeminiMdFiles } = await import(`${pkg}/utils/memoryDiscovery.js`);
 const { version } = JSON.parse(fs.readFileSync(new URL('./node_modules/@google/gemini-cli-core/package.json', import.meta.url)));
 
+// setGeminiMdFilename resolves the *name* against the process's cwd (tools/memoryTool.js:27, via
+// resolveToRealPath), the harness's cwd here: move to the harness's empty HOME first, so that this
+// probe, too, stays out of every directory the case did not name.
+process.chdir(os.homedir());
 setGeminiMdFilename('AGENTS.md'); // settings.json "context": {"fileName": "AGENTS.md"}
 
 const HELLO = {

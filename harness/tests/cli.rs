@@ -1,0 +1,114 @@
+//! The CLI as a new user meets it: smoke, several reports from one run and re-rendering a saved
+//! one, badges that are shields endpoint documents, reproductions with a one-shot input and a
+//! transcript, and hygiene (a closed pipe, bad flag values, unknown profiles).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::process::{Command, Stdio};
+
+fn conformance(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_conformance")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn reference() -> String {
+    harness::adapter::reference_adapter_path().unwrap().to_string_lossy().into_owned()
+}
+
+#[test]
+fn smoke_passes_the_reference_and_shows_the_exchange_of_a_broken_one() {
+    let (code, out, err) = conformance(&["smoke", "--adapter", &reference()]);
+    assert_eq!(code, 0, "{out}{err}");
+    for p in ["modules: PASS", "section: PASS", "root-file: PASS"] {
+        assert!(out.contains(p), "{out}");
+    }
+    let mutant = format!("{} crlf -- {}", env!("CARGO_BIN_EXE_mutant-adapter"), reference());
+    let (code, out, _) = conformance(&["smoke", "--adapter", &mutant]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("the exchange:") && out.contains("> {\"type\":\"open\""), "{out}");
+}
+
+#[test]
+fn one_run_writes_every_format_and_a_saved_report_renders_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n).to_string_lossy().into_owned();
+    let (code, _, err) = conformance(&[
+        "run",
+        "--filter",
+        "m-fm-00",
+        "--output",
+        &format!("json={}", p("r.json")),
+        "--output",
+        &format!("junit={}", p("r.xml")),
+        "--output",
+        &format!("badge={}/", p("badges")),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(std::fs::read_to_string(p("r.xml")).unwrap().contains("<testsuites"));
+    let badge: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("badges/modules.json")).unwrap()).unwrap();
+    for key in ["schemaVersion", "label", "message", "color"] {
+        assert!(badge.get(key).is_some(), "{badge}");
+    }
+    assert_eq!(badge["message"], "9/9");
+    let (code, out, err) = conformance(&["report", &p("r.json"), "--format", "markdown"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("## Conformance: reference") && out.contains("modules/frontmatter"), "{out}");
+}
+
+#[test]
+fn a_badge_counts_unsupported_cases() {
+    let (code, out, err) = conformance(&["run", "--profile", "modules", "--capabilities", "", "--format", "badge"]);
+    assert_eq!(code, 0, "{err}");
+    let badge: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let message = badge["message"].as_str().unwrap();
+    let (passed, rest) = message.split_once('/').unwrap();
+    let total: usize = rest.split(',').next().unwrap().parse().unwrap();
+    assert!(passed.parse::<usize>().unwrap() < total && message.contains("unsupported"), "{message}");
+}
+
+#[test]
+fn repro_writes_a_one_shot_input_the_reference_answers_and_a_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("r");
+    let (code, out, err) = conformance(&["repro", "m-fm-010", out_dir.to_str().unwrap(), "--transcript"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let input = std::fs::read(out_dir.join("one-shot.json")).unwrap();
+    let mut child =
+        Command::new(reference()).arg("--one-shot").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &input).unwrap();
+    let reply = child.wait_with_output().unwrap();
+    let reply: serde_json::Value = serde_json::from_slice(&reply.stdout).unwrap();
+    assert!(reply.get("error").is_none(), "{reply}");
+    assert_eq!(reply["observations"].as_array().unwrap().len(), 3, "{reply}");
+    let transcript = std::fs::read_to_string(out_dir.join("transcript.jsonl")).unwrap();
+    assert!(transcript.starts_with("> {\"type\":\"hello\""), "{transcript}");
+}
+
+#[test]
+fn hygiene_closed_pipes_bad_values_and_unknown_profiles() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+    for bad in [["--jobs", "0"], ["--timeout", "0"]] {
+        let (code, _, err) = conformance(&["run", bad[0], bad[1]]);
+        assert_eq!(code, 2, "{err}");
+    }
+    let (code, _, err) = conformance(&["run", "--profile", "modulez"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("did you mean 'modules'"), "{err}");
+    let (code, out, _) = conformance(&["--version"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("adapter protocol 2") && out.contains("root-file"), "{out}");
+}
