@@ -17,6 +17,7 @@ pub mod fuzzing;
 pub mod implementation;
 pub mod load;
 pub mod manifest;
+pub mod matrix;
 pub mod report;
 pub mod run;
 pub mod scenario;

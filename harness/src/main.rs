@@ -78,6 +78,28 @@ enum Command {
         #[command(flatten)]
         cases: CasesArg,
     },
+    /// Runs several implementations over the same cases and writes a static site of the results:
+    /// index.html (implementations × profiles × areas), matrix.json and a page per case.
+    Matrix {
+        /// An implementation: `NAME=CMD` (a persistent adapter run with `sh -c`; `NAME=-` is the
+        /// reference in-process). Repeatable.
+        #[arg(long = "impl", value_name = "NAME=CMD", required = true)]
+        implementations: Vec<String>,
+        /// The directory to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Parallel jobs per implementation. The default is 1.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=256))]
+        jobs: u64,
+        /// Seconds an implementation may take to answer one request. The default is 10.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        /// Only cases whose name or id contains this.
+        #[arg(long)]
+        filter: Option<String>,
+        #[command(flatten)]
+        cases: CasesArg,
+    },
     /// Renders a saved JSON report (`run --format json`) again, in any format.
     Report {
         /// The JSON report.
@@ -425,6 +447,46 @@ impl Rendered<'_> {
     }
 }
 
+/// `conformance matrix`: each implementation over the same selection, then the site.
+fn matrix(
+    cases: &[Case],
+    implementations: &[String],
+    out: &Path,
+    jobs: u64,
+    timeout: u64,
+    filter: Option<String>,
+) -> Result<ExitCode, String> {
+    let selected = Selection { filter, ..Selection::default() }.apply(cases.to_vec());
+    if selected.is_empty() {
+        return Err("no case matches the selection".into());
+    }
+    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
+    let _home_guard = harness::cleanup::register_dir(home.path().to_path_buf());
+    let mut columns = Vec::new();
+    for spec in implementations {
+        let (name, cmd) = spec.split_once('=').ok_or_else(|| format!("--impl '{spec}': expected NAME=CMD"))?;
+        let timeout = Duration::from_secs(timeout);
+        let home = home.path().to_path_buf();
+        let cmd = cmd.to_string();
+        let make = move || -> Result<Box<dyn Implementation + Send>, String> {
+            if cmd == "-" {
+                Ok(Box::new(InProcess::with_timeout(timeout)))
+            } else {
+                Ok(Box::new(harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, 20)))
+            }
+        };
+        let jobs = usize::try_from(jobs).unwrap_or(1);
+        let (hello, results) = run_all(&selected, &make, jobs, &Manifest::default(), Level::All, true)
+            .map_err(|e| format!("{name}: {e}"))?;
+        eprintln!("{name}: {} cases run", results.len());
+        columns.push(harness::matrix::Column { name: name.to_string(), hello, results });
+    }
+    harness::cleanup::reap_orphans();
+    harness::matrix::write(out, &columns)?;
+    emit(format_args!("wrote {}\n", out.join("index.html").display()));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `conformance smoke`: hello, then the smallest runnable case of each declared profile.
 fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String> {
     let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
@@ -576,6 +638,9 @@ fn main() -> ExitCode {
             emit(format_args!("{}", harness::coverage::report(&cov)));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
+        Command::Matrix { implementations, out, jobs, timeout, filter, cases } => {
+            load(&cases).and_then(|c| matrix(&c, &implementations, &out, jobs, timeout, filter))
+        }
         Command::Smoke { adapter, timeout, cases } => load(&cases).and_then(|c| smoke(&c, &adapter, timeout)),
         Command::Report { results, format, profile, outputs } => {
             rerender(&results, format, profile.as_deref(), &outputs)

@@ -112,3 +112,30 @@ fn hygiene_closed_pipes_bad_values_and_unknown_profiles() {
     assert_eq!(code, 0);
     assert!(out.contains("adapter protocol 2") && out.contains("root-file"), "{out}");
 }
+
+#[test]
+fn the_matrix_writes_a_page_per_failing_case() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m");
+    let mutant = format!("{} flip-supersedes -- {}", env!("CARGO_BIN_EXE_mutant-adapter"), reference());
+    let (code, _, err) = conformance(&[
+        "matrix",
+        "--impl",
+        "reference=-",
+        "--impl",
+        &format!("flipped={mutant}"),
+        "--filter",
+        "m-life-0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("<th>reference<br>") && index.contains("<th>flipped<br>"), "{index}");
+    assert!(index.contains("reference: 0 not passing"), "{index}");
+    let pages = std::fs::read_dir(out.join("cases/flipped")).unwrap().count();
+    assert!(pages > 0);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
+    assert_eq!(json["implementations"].as_array().unwrap().len(), 2);
+}
