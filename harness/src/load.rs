@@ -262,6 +262,16 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
     if has(|a| matches!(a, Action::Restart)) {
         out.insert("restart");
     }
+    // Whose files: a Windows target or a managed project, in every profile.
+    match s.platform {
+        Platform::Windows => {
+            out.insert("windows_targets");
+        }
+        Platform::Managed => {
+            out.insert("managed");
+        }
+        Platform::Posix => {}
+    }
     match s.profile.as_str() {
         "modules" => {
             let norm = |p: &str| {
@@ -309,8 +319,6 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                 ("compaction", has(|a| matches!(a, Action::Compact))),
                 ("cold_clear", has(|a| matches!(a, Action::ColdClear))),
                 ("append_failure", has(|a| matches!(a, Action::FailNextAppend))),
-                ("windows_targets", s.platform == Platform::Windows),
-                ("managed", s.platform == Platform::Managed),
                 ("root_placement", s.placement.is_some()),
             ] {
                 if used {

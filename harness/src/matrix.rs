@@ -57,6 +57,9 @@ impl Cell {
     }
 
     fn html(&self) -> String {
+        if self.total > 0 && self.unsupported == self.total {
+            return format!("<span class=\"unsup\">not run ({} unsupported)</span>", self.total);
+        }
         let mut out = format!("<span class=\"pass\">{}/{}</span>", self.passed, self.total);
         for (n, class, what) in [
             (self.seed, "seed", "violate the seed"),
