@@ -155,6 +155,7 @@ fn action_name(a: &Action) -> &'static str {
         Action::Compact => "compact",
         Action::ColdClear => "cold_clear",
         Action::Restart => "restart",
+        Action::NewSession => "new_session",
         Action::Fork => "fork",
         Action::FailNextAppend => "fail_next_append",
         Action::Write(_) => "write",
@@ -259,6 +260,8 @@ enum Planned {
     Op(StepOp),
     /// A restart, then an `open` with `resume` set.
     Restart(OpenCase),
+    /// A `close`, an `open` of a new session (a fresh state directory) and its `start`.
+    NewSession(OpenCase),
     /// Nothing: the harness edited the host tree itself; the step observes nothing.
     Nothing,
 }
@@ -321,6 +324,13 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
             r.open.state_dir = dir.clone();
             Some(StepOp::Fork { state_dir: dir })
         }
+        Action::NewSession => {
+            r.pending.clear();
+            let dir = r.sandbox.fork_dir().to_string_lossy().into_owned();
+            r.open.state_dir = dir;
+            r.open.resume = false;
+            return Ok(Planned::NewSession(r.open.clone()));
+        }
         Action::Restart => {
             // A restart mounts the section afresh: calls it never saw are gone with the old
             // instance (D-SEC-TIME-1).
@@ -358,6 +368,11 @@ fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Resu
     match plan(r, action)? {
         Planned::Op(op) => imp.step(&op),
         Planned::Restart(open) => imp.restart(&open),
+        Planned::NewSession(open) => {
+            imp.close()?;
+            imp.open(&open)?;
+            imp.step(&StepOp::Start)
+        }
         Planned::Nothing => Ok(Observation::default()),
     }
 }
@@ -378,6 +393,7 @@ fn whole_script(r: &mut Running, s: &Scenario) -> Result<(OpenCase, Vec<ScriptSt
         match &p {
             Planned::Op(op) => script.push(ScriptStep::Step(op.clone())),
             Planned::Restart(_) => script.push(ScriptStep::Restart),
+            Planned::NewSession(_) => return Err("one-shot mode cannot start a second session".into()),
             Planned::Nothing => {}
         }
         planned.push(!matches!(p, Planned::Nothing));

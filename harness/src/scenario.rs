@@ -351,6 +351,9 @@ pub enum Action {
     ColdClear,
     /// A daemon restart (for adapters, a real process restart with the same state directory).
     Restart,
+    /// A new session over the same tree: the case's session is closed and another one starts,
+    /// with a fresh state directory (seed 003: "an edit to the file shows in the next session").
+    NewSession,
     /// A fork.
     Fork,
     /// The next journal append fails.
@@ -382,6 +385,7 @@ const ACTIONS: &[&str] = &[
     "compact",
     "cold_clear",
     "restart",
+    "new_session",
     "fork",
     "fail_next_append",
     "write",
@@ -422,6 +426,7 @@ impl<'de> Deserialize<'de> for Step {
                         "compact" => unit(&mut map, Action::Compact)?,
                         "cold_clear" => unit(&mut map, Action::ColdClear)?,
                         "restart" => unit(&mut map, Action::Restart)?,
+                        "new_session" => unit(&mut map, Action::NewSession)?,
                         "fork" => unit(&mut map, Action::Fork)?,
                         "fail_next_append" => unit(&mut map, Action::FailNextAppend)?,
                         "touch" => Action::Touch(map.next_value()?),
