@@ -58,7 +58,8 @@ enum Command {
         #[command(flatten)]
         cases: CasesArg,
     },
-    /// Reports seed clauses and decisions no case covers, and cases that cover none; exit 1 on a gap.
+    /// Reports seed clauses and decisions no case covers, cases that cover none, and quotes that are
+    /// not verbatim under their cited heading of their cited seed; exit 1 on a gap.
     Coverage {
         /// Print every clause with the cases that cover it.
         #[arg(long)]
@@ -628,8 +629,7 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }),
         Command::Coverage { verbose, cases } => load(&cases).and_then(|loaded| {
-            let clauses = harness::coverage::load_clauses(&corpus(&cases))?;
-            let cov = harness::coverage::coverage(&clauses, &loaded);
+            let cov = harness::coverage::coverage_of(&corpus(&cases), &loaded)?;
             if verbose {
                 for (id, by) in &cov.clauses {
                     emit(format_args!("{id:<14} {}\n", by.join(" ")));

@@ -98,14 +98,16 @@ fn rules() -> &'static [Rule] {
                 "[REDACTED PRIVATE KEY]",
             ),
             // A block with no end line (the cut fell inside it, or the file breaks off) is
-            // redacted to the end of the text: half a key is still a key (D-RF-REDACT-2).
+            // redacted to the end of the text: half a key is still a key (D-RF-REDACT-3).
             (r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*\z", "[REDACTED PRIVATE KEY]\n"),
             (r"\bAKIA[0-9A-Z]{16}\b", "[REDACTED]"),
             (r"\bgh[pousr]_[A-Za-z0-9]{36,}\b", "[REDACTED]"),
             (r"\bsk-[A-Za-z0-9_-]{20,}", "[REDACTED]"),
             (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[REDACTED]"),
+            // The NAME is matched whatever its case: `password=x` is as much a credential as
+            // `PASSWORD=x` (D-RF-REDACT-3).
             (
-                r"(?m)^(\s*(?:export\s+)?[A-Z0-9_]*(?:PASSWORD|SECRET|TOKEN|API_KEY)[A-Z0-9_]*\s*=\s*)\S+",
+                r"(?m)^(\s*(?:export\s+)?(?i:[A-Z0-9_]*(?:PASSWORD|SECRET|TOKEN|API_KEY)[A-Z0-9_]*)\s*=\s*)\S+",
                 "${1}[REDACTED]",
             ),
         ];
@@ -225,6 +227,8 @@ mod tests {
     #[rstest]
     #[case("key AKIAABCDEFGHIJKLMNOP here", "key [REDACTED] here")]
     #[case("DB_PASSWORD=hunter22\nok\n", "DB_PASSWORD=[REDACTED]\nok\n")]
+    #[case("password=hunter2\nDb_Password=x\n", "password=[REDACTED]\nDb_Password=[REDACTED]\n")]
+    #[case("export github_token=abc123\n", "export github_token=[REDACTED]\n")]
     #[case("export GITHUB_TOKEN = abc123\n", "export GITHUB_TOKEN = [REDACTED]\n")]
     #[case("-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----\n", "[REDACTED PRIVATE KEY]\n")]
     #[case("use sk-abcdefghijklmnopqrstuvwx now", "use [REDACTED] now")]
