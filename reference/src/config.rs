@@ -2,6 +2,9 @@
 //! three profiles are one engine configured three ways rather than constants spread through the
 //! code.
 
+use std::sync::OnceLock;
+use std::time::Duration;
+
 use crate::relpath::RelPath;
 
 /// The per-file cap of the modules profile: `CONTEXT_FILE_MAX_BYTES`, 256 KiB (seed 000, "Owning
@@ -26,6 +29,28 @@ pub struct Config {
     pub module_extension: String,
     /// Files above this many bytes are refused whole. The default is 256 KiB (262,144 bytes).
     pub file_cap: u64,
+    /// Whether a session keeps a revalidating discovery cache on a host tree: every trigger
+    /// checks each folder's and each file's identity (device, inode, size, modification and
+    /// change time) and relists or rereads only what changed, instead of relisting and
+    /// rereading the whole tree (seed 000, "Cost and limits"). The uncached walk stays the
+    /// definition; the cache gives the same observations. The default is off, unless the
+    /// environment variable `REFERENCE_DISCOVERY_CACHE` is `1` (read once per process), which
+    /// turns it on for every configuration built afterwards (`REFERENCE_DISCOVERY_CACHE=1
+    /// cargo run -p harness --bin conformance -- run` runs the whole corpus through it).
+    pub discovery_cache: bool,
+    /// How coarse the filesystem's timestamps may be. The cache trusts an unchanged identity
+    /// only for an entry whose last modification or change lies more than this before the
+    /// check that recorded it: a file written again within the same timestamp tick, with the
+    /// same size, would otherwise look unchanged (the "racy" case git handles). The default is
+    /// 2 seconds, the modification-time granularity of FAT, the coarsest filesystem a project
+    /// is likely to sit on; Linux's native filesystems tick at most every 10 ms.
+    pub timestamp_granularity: Duration,
+}
+
+/// Whether `REFERENCE_DISCOVERY_CACHE=1` asks for the discovery cache ([`Config::discovery_cache`]).
+fn cache_requested() -> bool {
+    static ENV: OnceLock<bool> = OnceLock::new();
+    *ENV.get_or_init(|| std::env::var_os("REFERENCE_DISCOVERY_CACHE").is_some_and(|v| v == "1"))
 }
 
 impl Config {
@@ -39,6 +64,8 @@ impl Config {
             private_dir: RelPath::trusted(".elowen"),
             module_extension: ".md".to_string(),
             file_cap: CONTEXT_FILE_MAX_BYTES,
+            discovery_cache: cache_requested(),
+            timestamp_granularity: Duration::from_secs(2),
         }
     }
 }

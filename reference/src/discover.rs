@@ -2,8 +2,12 @@
 //! rule modules under `.elowen/rules`, and the nested instruction files of touched folders.
 //!
 //! Discovery is not cached ("Cost and limits": "Every trigger re-lists and re-reads, which is what
-//! makes a changed file visible on the next access"). Partial success is a value: every function
-//! returns what it found and the diagnostics of what it refused.
+//! makes a changed file visible on the next access"): this walk is the definition. The opt-in
+//! revalidating cache ([`crate::cache`]) reuses its pieces and must give the same answers.
+//! Partial success is a value: every function returns what it found and the diagnostics of what
+//! it refused.
+
+use std::sync::Arc;
 
 use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
@@ -11,22 +15,23 @@ use crate::frontmatter::{self, Kind};
 use crate::glob::{CompiledGlobs, CompiledRules, RulesBuilder};
 use crate::hash::sha256_hex;
 use crate::relpath::{Platform, RelPath};
-use crate::source::{EntryKind, ReadOutcome, Source};
+use crate::source::{Entry, EntryKind, ReadOutcome, Source};
 
 /// An instruction file as it is sent: its path, its content and the SHA-256 of that content.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loaded {
     /// The /-form root-relative path.
     pub path: RelPath,
-    /// The sent content (BOM and, for rule modules, frontmatter stripped).
-    pub content: String,
+    /// The sent content (BOM and, for rule modules, frontmatter stripped), held once and shared
+    /// by every module list, activation and record that carries it.
+    pub content: Arc<str>,
     /// Lower-case hex SHA-256 of `content`.
     pub sha256: String,
 }
 
 impl Loaded {
-    fn new(path: RelPath, content: &str) -> Loaded {
-        Loaded { path, sha256: sha256_hex(content.as_bytes()), content: content.to_string() }
+    pub(crate) fn new(path: RelPath, content: &str) -> Loaded {
+        Loaded { path, sha256: sha256_hex(content.as_bytes()), content: Arc::from(content) }
     }
 }
 
@@ -44,7 +49,13 @@ pub struct Modules {
 }
 
 /// Reads one instruction file and decodes it, turning every refusal into a diagnostic.
-fn read_text(source: &Source, path: &RelPath, confined: bool, cap: u64, diags: &mut Vec<Diagnostic>) -> Option<String> {
+pub(crate) fn read_text(
+    source: &Source,
+    path: &RelPath,
+    confined: bool,
+    cap: u64,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<String> {
     decode(source.read(path, confined, cap), path, diags)
 }
 
@@ -119,7 +130,7 @@ pub fn modules(source: &Source, config: &Config) -> Modules {
         for outcome in parsed {
             match outcome {
                 Parsed::Unconditional(m) => unconditional.push(m),
-                Parsed::Conditional(m) => conditional.push(m),
+                Parsed::Conditional(m, _) => conditional.push(m),
                 Parsed::Refused(d) => diags.push(d),
                 Parsed::Absent => {}
             }
@@ -129,25 +140,19 @@ pub fn modules(source: &Source, config: &Config) -> Modules {
 }
 
 /// One module file, read and parsed.
-enum Parsed {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Parsed {
     Unconditional(Loaded),
-    Conditional(Loaded),
+    /// A conditional module and its validated globs.
+    Conditional(Loaded, Vec<String>),
     Refused(Diagnostic),
     Absent,
 }
 
-/// Reads, parses and compiles one module file, adding a conditional module's globs to `rules`
-/// as the share's `next` conditional module. `plain`: it was listed as a regular file in a
-/// walk of real directories under the real root, so no realpath is needed (D-LINK; the read still
-/// refuses to follow a link that replaced it since).
-fn parse_one(
-    source: &Source,
-    config: &Config,
-    path: &RelPath,
-    plain: bool,
-    rules: &mut RulesBuilder,
-    next: usize,
-) -> Parsed {
+/// Reads and parses one module file. `plain`: it was listed as a regular file in a walk of real
+/// directories under the real root, so no realpath is needed (D-LINK; the read still refuses to
+/// follow a link that replaced it since).
+pub(crate) fn parse_one(source: &Source, config: &Config, path: &RelPath, plain: bool) -> Parsed {
     let mut diags = Vec::new();
     let outcome =
         if plain { source.read_listed_file(path, config.file_cap) } else { source.read(path, true, config.file_cap) };
@@ -157,10 +162,7 @@ fn parse_one(
     match frontmatter::parse(&text) {
         Ok(parsed) => match parsed.kind {
             Kind::Unconditional => Parsed::Unconditional(Loaded::new(path.clone(), parsed.body)),
-            Kind::Conditional(globs) => {
-                rules.add_compiled(next, CompiledGlobs::validated(globs));
-                Parsed::Conditional(Loaded::new(path.clone(), parsed.body))
-            }
+            Kind::Conditional(globs) => Parsed::Conditional(Loaded::new(path.clone(), parsed.body), globs),
         },
         Err(r) => Parsed::Refused(Diagnostic::new(r.code, path.as_str(), r.message).with_line(r.line)),
     }
@@ -168,24 +170,25 @@ fn parse_one(
 
 /// Below this many files one thread reads them all; above it the files are shared out among the
 /// machine's cores (at most four), in order-preserving chunks.
-const PARALLEL_FROM: usize = 256;
+pub(crate) const PARALLEL_FROM: usize = 256;
 
 /// Reads, parses and compiles one contiguous share of the files: its outcomes in order, and the
 /// set of its conditional modules' globs (owners counted from the share's first module).
 fn parse_share(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> (Vec<Parsed>, CompiledRules) {
-    let mut rules = RulesBuilder::new(source.platform());
-    let mut next = 0;
-    let parsed = files
-        .iter()
-        .map(|(p, plain)| {
-            let outcome = parse_one(source, config, p, *plain, &mut rules, next);
-            if matches!(outcome, Parsed::Conditional(_)) {
-                next += 1;
-            }
-            outcome
-        })
-        .collect();
-    (parsed, rules.build())
+    let parsed: Vec<Parsed> = files.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect();
+    let rules = compile_share(source.platform(), parsed.iter());
+    (parsed, rules)
+}
+
+/// The set of one share's conditional modules' globs, owners counted from its first module.
+pub(crate) fn compile_share<'a>(platform: Platform, parsed: impl Iterator<Item = &'a Parsed>) -> CompiledRules {
+    let mut rules = RulesBuilder::new(platform);
+    for (next, globs) in
+        parsed.filter_map(|p| if let Parsed::Conditional(_, g) = p { Some(g) } else { None }).enumerate()
+    {
+        rules.add_compiled(next, CompiledGlobs::validated(globs.clone()));
+    }
+    rules.build()
 }
 
 fn parse_all(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> Vec<(Vec<Parsed>, CompiledRules)> {
@@ -194,7 +197,7 @@ fn parse_all(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> Vec
 
 /// `.elowen` and `.elowen/rules` must be real directories. A link at either is not walked, and
 /// one that leaves the root is reported as an escape (decision D-LINK-3).
-fn rules_dir_walkable(source: &Source, config: &Config, diags: &mut Vec<Diagnostic>) -> bool {
+pub(crate) fn rules_dir_walkable(source: &Source, config: &Config, diags: &mut Vec<Diagnostic>) -> bool {
     let mut prefix: Option<RelPath> = None;
     for seg in config.rules_dir.segments() {
         let path = match &prefix {
@@ -221,10 +224,40 @@ fn rules_dir_walkable(source: &Source, config: &Config, diags: &mut Vec<Diagnost
 
 /// What listing one directory found.
 #[derive(Default)]
-struct Listed {
-    dirs: Vec<RelPath>,
-    files: Vec<(RelPath, bool)>,
-    diags: Vec<Diagnostic>,
+pub(crate) struct Listed {
+    pub(crate) dirs: Vec<RelPath>,
+    /// Module files, each with whether it is a plain file (`false`: a link to a file inside).
+    pub(crate) files: Vec<(RelPath, bool)>,
+    pub(crate) diags: Vec<Diagnostic>,
+}
+
+/// Sorts one listed entry of `dir` into what the walk enters, what it reads and what it reports.
+pub(crate) fn sort_entry(platform: Platform, config: &Config, dir: &RelPath, entry: &Entry, out: &mut Listed) {
+    let Some(path) = dir.join(&entry.name) else { return };
+    let is_module = is_module_name(platform, &entry.name, &config.module_extension);
+    // Per-entry refusals are reported before Markdown names are filtered.
+    match entry.kind {
+        EntryKind::Dir => out.dirs.push(path),
+        EntryKind::File if is_module => out.files.push((path, true)),
+        EntryKind::LinkInsideFile if is_module => out.files.push((path, false)),
+        EntryKind::LinkOutside | EntryKind::LinkRefused => out.diags.push(Diagnostic::new(
+            Code::InstructionModuleEscape,
+            path.as_str(),
+            format!("'{path}' is a symlink out of the project (it is not loaded)"),
+        )),
+        EntryKind::LinkBroken(ref reason) if is_module => out.diags.push(Diagnostic::new(
+            Code::FileUnreadable,
+            path.as_str(),
+            format!("'{path}' is a link that does not resolve ({reason})"),
+        )),
+        EntryKind::Other if is_module => out.diags.push(Diagnostic::new(
+            Code::FileNotRegular,
+            path.as_str(),
+            format!("'{path}' is not a regular file"),
+        )),
+        // Directory links inside the rules tree stay unwalked.
+        _ => {}
+    }
 }
 
 /// Lists the directories of one level of the walk.
@@ -239,32 +272,8 @@ fn list_level(source: &Source, config: &Config, level: &[RelPath]) -> Listed {
                 continue;
             }
         };
-        for entry in entries {
-            let Some(path) = dir.join(&entry.name) else { continue };
-            let is_module = is_module_name(platform, &entry.name, &config.module_extension);
-            // Per-entry refusals are reported before Markdown names are filtered.
-            match entry.kind {
-                EntryKind::Dir => out.dirs.push(path),
-                EntryKind::File if is_module => out.files.push((path, true)),
-                EntryKind::LinkInsideFile if is_module => out.files.push((path, false)),
-                EntryKind::LinkOutside | EntryKind::LinkRefused => out.diags.push(Diagnostic::new(
-                    Code::InstructionModuleEscape,
-                    path.as_str(),
-                    format!("'{path}' is a symlink out of the project (it is not loaded)"),
-                )),
-                EntryKind::LinkBroken(reason) if is_module => out.diags.push(Diagnostic::new(
-                    Code::FileUnreadable,
-                    path.as_str(),
-                    format!("'{path}' is a link that does not resolve ({reason})"),
-                )),
-                EntryKind::Other if is_module => out.diags.push(Diagnostic::new(
-                    Code::FileNotRegular,
-                    path.as_str(),
-                    format!("'{path}' is not a regular file"),
-                )),
-                // Directory links inside the rules tree stay unwalked.
-                _ => {}
-            }
+        for entry in &entries {
+            sort_entry(platform, config, dir, entry, &mut out);
         }
     }
     out
@@ -286,11 +295,11 @@ fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diag
 }
 
 /// Below this many directories in a level, one thread lists them all.
-const PARALLEL_DIRS_FROM: usize = 64;
+pub(crate) const PARALLEL_DIRS_FROM: usize = 64;
 
 /// Applies `f` to consecutive chunks of `items`, on up to four threads when there are at least
 /// `from` items, and returns the results in order.
-fn par_chunks<T: Sync, R: Send>(items: &[T], from: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+pub(crate) fn par_chunks<T: Sync, R: Send>(items: &[T], from: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
     if items.len() < from || threads < 2 {
         return vec![f(items)];
@@ -342,7 +351,7 @@ mod tests {
         let unconditional: Vec<&Loaded> =
             sequential.iter().filter_map(|p| if let Parsed::Unconditional(m) = p { Some(m) } else { None }).collect();
         let conditional: Vec<&Loaded> =
-            sequential.iter().filter_map(|p| if let Parsed::Conditional(m) = p { Some(m) } else { None }).collect();
+            sequential.iter().filter_map(|p| if let Parsed::Conditional(m, _) = p { Some(m) } else { None }).collect();
         let refused = sequential.iter().filter(|p| matches!(p, Parsed::Refused(_))).count();
         assert_eq!(parallel.unconditional.iter().collect::<Vec<_>>(), unconditional);
         assert_eq!(parallel.conditional.iter().collect::<Vec<_>>(), conditional);

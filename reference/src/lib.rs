@@ -40,6 +40,7 @@ compile_error!(
     "the reference's host source confines reads through POSIX directory handles (rustix): build it on a POSIX system"
 );
 
+mod cache;
 mod config;
 mod confine;
 mod diag;

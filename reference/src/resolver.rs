@@ -46,9 +46,27 @@ pub fn for_paths(
     touched: &[RelPath],
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Loaded> {
+    let mut lookup =
+        |folder: &RelPath, diags: &mut Vec<Diagnostic>| discover::instruction_file(source, config, Some(folder), diags);
+    for_paths_with(source, config, modules, touched, diags, &mut lookup)
+}
+
+/// A folder's nested instruction file, by whatever means the caller keeps (a fresh lookup, or
+/// the discovery cache's revalidated one).
+pub(crate) type NestedLookup<'a> = dyn FnMut(&RelPath, &mut Vec<Diagnostic>) -> Option<Loaded> + 'a;
+
+/// [`for_paths`] with the nested instruction files found by `nested`.
+pub(crate) fn for_paths_with(
+    source: &Source,
+    config: &Config,
+    modules: &Modules,
+    touched: &[RelPath],
+    diags: &mut Vec<Diagnostic>,
+    nested: &mut NestedLookup<'_>,
+) -> Vec<Loaded> {
     let mut out: Vec<Loaded> = Vec::new();
     for folder in nested_folders(source.platform(), config, touched) {
-        if let Some(file) = discover::instruction_file(source, config, Some(&folder), diags) {
+        if let Some(file) = nested(&folder, diags) {
             if !out.iter().any(|m| m.path == file.path) {
                 out.push(file);
             }

@@ -12,9 +12,11 @@
 //!   active context through the journal.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache::DiscoveryCache;
 use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
 use crate::discover::{self, Loaded};
@@ -143,6 +145,8 @@ pub struct Session {
     journal: Journal,
     queue: Queue,
     fail_next_append: bool,
+    /// The revalidating discovery cache, when the configuration asks for one.
+    cache: Option<DiscoveryCache>,
 }
 
 fn startup_file(kind: &str, loaded: Loaded) -> StartupFile {
@@ -150,8 +154,12 @@ fn startup_file(kind: &str, loaded: Loaded) -> StartupFile {
         path: loaded.path.as_str().to_string(),
         kind: kind.to_string(),
         sha256: loaded.sha256,
-        content: loaded.content,
+        content: loaded.content.to_string(),
     }
+}
+
+fn new_cache(config: &Config) -> Option<DiscoveryCache> {
+    config.discovery_cache.then(DiscoveryCache::new)
 }
 
 fn sorted(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
@@ -168,14 +176,18 @@ impl Session {
         if let Some(root) = discover::instruction_file(&source, &config, None, &mut diags) {
             files.push(startup_file("root", root));
         }
-        let modules = discover::modules(&source, &config);
-        diags.extend(modules.diagnostics);
-        files.extend(modules.unconditional.into_iter().map(|m| startup_file("module", m)));
+        let mut cache = new_cache(&config);
+        let modules = match &mut cache {
+            Some(c) => c.modules(&source, &config),
+            None => Arc::new(discover::modules(&source, &config)),
+        };
+        diags.extend(modules.diagnostics.iter().cloned());
+        files.extend(modules.unconditional.iter().cloned().map(|m| startup_file("module", m)));
         let mut journal = Journal::create(state_dir)?;
         journal
             .append(Record::Startup { files: files.clone() })
             .map_err(|e| SessionError::Journal(JournalError::Io(e)))?;
-        let session = Session { config, source, journal, queue: Queue::default(), fail_next_append: false };
+        let session = Session { config, source, journal, queue: Queue::default(), fail_next_append: false, cache };
         Ok((session, Startup { files, diagnostics: sorted(diags) }))
     }
 
@@ -187,7 +199,8 @@ impl Session {
         if journal.startup().is_none() {
             return Err(SessionError::NothingToResume);
         }
-        Ok(Session { config, source, journal, queue: Queue::default(), fail_next_append: false })
+        let cache = new_cache(&config);
+        Ok(Session { config, source, journal, queue: Queue::default(), fail_next_append: false, cache })
     }
 
     /// Forks into `state_dir`: the fork keeps the parent's startup prefix and journal, not its
@@ -200,6 +213,7 @@ impl Session {
             journal,
             queue: Queue::default(),
             fail_next_append: false,
+            cache: new_cache(&self.config),
         })
     }
 
@@ -237,15 +251,33 @@ impl Session {
         self.journal.append(Record::Compaction)
     }
 
+    /// Resolves one batch against the rule modules as they are now: a fresh discovery, or the
+    /// cache's revalidated one.
+    fn resolve(&mut self, batch: &[RelPath]) -> (Vec<Loaded>, Vec<Diagnostic>) {
+        let (source, config) = (&self.source, &self.config);
+        match &mut self.cache {
+            Some(cache) => {
+                let modules = cache.modules(source, config);
+                let mut diags = modules.diagnostics.clone();
+                let resolved = cache.for_paths(source, config, &modules, batch, &mut diags);
+                (resolved, diags)
+            }
+            None => {
+                let modules = discover::modules(source, config);
+                let mut diags = modules.diagnostics.clone();
+                let resolved = resolver::for_paths(source, config, &modules, batch, &mut diags);
+                (resolved, diags)
+            }
+        }
+    }
+
     /// Drains the queue before the next model request (`context_with_system`).
     pub fn next_request(&mut self) -> RequestOutcome {
         if self.queue.is_empty() {
             return RequestOutcome::default();
         }
         let batch = self.queue.take();
-        let modules = discover::modules(&self.source, &self.config);
-        let mut diags = modules.diagnostics.clone();
-        let resolved = resolver::for_paths(&self.source, &self.config, &modules, &batch, &mut diags);
+        let (resolved, mut diags) = self.resolve(&batch);
         let active = self.journal.active();
         let chosen: Vec<(Loaded, bool)> = resolved
             .into_iter()
@@ -301,7 +333,7 @@ impl Session {
                 path: m.path.as_str().to_string(),
                 sha256: m.sha256,
                 supersedes,
-                content: m.content,
+                content: m.content.to_string(),
             })
             .collect();
         RequestOutcome { activation: Some(Activation { modules, rendered }), diagnostics: sorted(diags) }

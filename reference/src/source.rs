@@ -213,6 +213,15 @@ impl Source {
         }
     }
 
+    /// The identity of the entry at `path`, its last component not followed: `None` where there
+    /// is none, or for a source that offers none (a file client's tree, held in memory).
+    pub(crate) fn identity(&self, path: &RelPath) -> Option<Ident> {
+        match self {
+            Source::Host(h) => h.root.stat_below(path.as_str()).ok().map(|st| Ident::of(&st)),
+            Source::Mem(_) | Source::Nothing => None,
+        }
+    }
+
     /// Reads `path` whole if it is at most `cap` bytes. `confined`: the file must resolve inside
     /// the root (modules and nested files); otherwise links are followed (the root file).
     pub fn read(&self, path: &RelPath, confined: bool, cap: u64) -> ReadOutcome {
@@ -221,6 +230,49 @@ impl Source {
             Source::Host(h) => h.read_with(path, confined, Bound::Cap(cap), None),
             Source::Mem(m) => m.read(path, cap),
         }
+    }
+}
+
+/// One version of a directory entry as its metadata tells it: the same file (device and inode),
+/// the same kind, size, modification and change time. Any write changes the change time, which
+/// no caller can set back; a replacement changes the inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ident {
+    dev: u64,
+    ino: u64,
+    mode: u32,
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Ident {
+    fn of(st: &rustix::fs::Stat) -> Ident {
+        #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+        Ident {
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            mode: st.st_mode as u32,
+            size: st.st_size as i64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+        }
+    }
+
+    /// Whether it is a directory (a link to one is not).
+    pub(crate) fn is_dir(&self) -> bool {
+        FileType::from_raw_mode(self.mode) == FileType::Directory
+    }
+
+    /// Whether it is a regular file (a link to one is not).
+    pub(crate) fn is_file(&self) -> bool {
+        FileType::from_raw_mode(self.mode) == FileType::RegularFile
+    }
+
+    /// The later of its modification and change times, in nanoseconds since the epoch.
+    pub(crate) fn changed_ns(&self) -> i128 {
+        let ns = |(s, n): (i64, i64)| i128::from(s) * 1_000_000_000 + i128::from(n);
+        ns(self.mtime).max(ns(self.ctime))
     }
 }
 

@@ -217,12 +217,12 @@ fn a_module_and_a_nested_file_deeper_than_path_max_are_loaded() {
         let found = modules(&s, &Config::modules());
         assert!(found.diagnostics.is_empty(), "{confinement:?}: {:?}", found.diagnostics);
         assert_eq!(found.unconditional.iter().map(|m| m.path.as_str()).collect::<Vec<_>>(), [module.as_str()]);
-        assert_eq!(found.unconditional[0].content, "deep rule\n");
+        assert_eq!(&*found.unconditional[0].content, "deep rule\n");
 
         let folder = deep_tree(dir.path(), 24, "AGENTS.md", "deep nested\n");
         let mut diags = Vec::new();
         let nested = instruction_file(&s, &Config::modules(), Some(&rp(&folder)), &mut diags).unwrap();
         assert!(diags.is_empty(), "{diags:?}");
-        assert_eq!(nested.content, "deep nested\n");
+        assert_eq!(&*nested.content, "deep nested\n");
     }
 }
