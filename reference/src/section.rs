@@ -337,12 +337,12 @@ fn fit(intro: &str, candidates: Vec<(String, Option<String>)>, max_bytes: u64) -
     let blocks: Vec<(String, Option<String>)> = candidates
         .into_iter()
         .map(|(header, content)| {
+            // The content loses its own final newline (D-SEC-RENDER-1), never the blank line
+            // after the header: an empty file still renders as its header and a blank line
+            // (D-SEC-DIR-4).
             let block = content.map(|c| {
-                let mut b = format!("\n\nInstructions from: {header}\n\n{c}");
-                if b.ends_with('\n') {
-                    b.pop();
-                }
-                b
+                let c = c.strip_suffix('\n').unwrap_or(&c);
+                format!("\n\nInstructions from: {header}\n\n{c}")
             });
             (header, block)
         })
