@@ -1,12 +1,13 @@
 //! Full discovery (list, bounded read, frontmatter, hash, one compiled glob set) beside the floor
-//! (walk, read and SHA-256 every rule file), at 1k, 10k and 100k modules; and `for_paths` with 1,
+//! (walk, read and SHA-256 every rule file) on one thread and on the reference's thread count,
+//! at 1k, 10k and 100k modules; and `for_paths` with 1,
 //! 100 and 10,000 touched paths on the 10k tree, beside the same floor.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
-use benches::{floor, generate};
+use benches::{floor, floor_threaded, generate, reference_threads};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use reference::{Config, HostSource, RelPath, Source};
 
@@ -19,6 +20,10 @@ fn discovery(c: &mut Criterion) {
         group.sample_size(10).measurement_time(Duration::from_secs(if n >= 100_000 { 30 } else { 8 }));
         group.throughput(Throughput::Elements(n as u64));
         group.bench_function("floor", |b| b.iter(|| floor(&tree.root).expect("floor")));
+        let threads = reference_threads();
+        group.bench_function(format!("floor_threads_{threads}"), |b| {
+            b.iter(|| floor_threaded(&tree.root, threads).expect("floor"))
+        });
         group.bench_function("reference", |b| b.iter(|| reference::modules(&source, &config)));
         group.finish();
         // Bytes per second follow from the files per second: criterion takes one throughput per

@@ -144,3 +144,105 @@ pub fn floor(root: &Path) -> io::Result<(usize, u64)> {
     }
     Ok((files, bytes))
 }
+
+/// How many threads the reference's discovery uses: the machine's cores, at most four.
+pub fn reference_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).min(4)
+}
+
+/// The floor on `threads` threads: the same walk, read and SHA-256 of every rule file, each
+/// level of folders listed and then every file read on up to `threads` threads in contiguous
+/// shares, as the reference shares its own work, std only. Answers (files, bytes).
+pub fn floor_threaded(root: &Path, threads: usize) -> io::Result<(usize, u64)> {
+    fn shares<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+        if threads < 2 || items.len() < 2 {
+            return vec![f(items)];
+        }
+        let chunk = items.len().div_ceil(threads);
+        let f = &f;
+        std::thread::scope(|s| {
+            let handles: Vec<_> = items.chunks(chunk).map(|part| s.spawn(move || f(part))).collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        })
+    }
+    let mut level = vec![root.join(".elowen/rules")];
+    let mut files = Vec::new();
+    while !level.is_empty() {
+        let mut next = Vec::new();
+        for listed in shares(&level, threads, |part| -> io::Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+            let (mut dirs, mut files) = (Vec::new(), Vec::new());
+            for dir in part {
+                for entry in fs::read_dir(dir)? {
+                    let entry = entry?;
+                    let ft = entry.file_type()?;
+                    if ft.is_dir() {
+                        dirs.push(entry.path());
+                    } else if ft.is_file() {
+                        files.push(entry.path());
+                    }
+                }
+            }
+            Ok((dirs, files))
+        }) {
+            let (dirs, found) = listed?;
+            next.extend(dirs);
+            files.extend(found);
+        }
+        level = next;
+    }
+    let mut bytes = 0;
+    for read in shares(&files, threads, |part| -> io::Result<u64> {
+        let mut bytes = 0;
+        for f in part {
+            let data = fs::read(f)?;
+            std::hint::black_box(Sha256::digest(&data));
+            bytes += data.len() as u64;
+        }
+        Ok(bytes)
+    }) {
+        bytes += read?;
+    }
+    Ok((files.len(), bytes))
+}
+
+/// A tree of nested instruction files and no rules: 10 × 10 × 100 folders three deep (10,110
+/// folders with the inner ones), each with an AGENTS.md, and a root AGENTS.md.
+#[derive(Debug)]
+pub struct NestedTree {
+    _dir: tempfile::TempDir,
+    /// The project root (real path).
+    pub root: PathBuf,
+    /// How many folders hold an AGENTS.md.
+    pub folders: usize,
+    /// A touched file three folders deep.
+    pub touched: String,
+    /// The three AGENTS.md files that touch brings in, shallow to deep.
+    pub nested: Vec<PathBuf>,
+}
+
+/// Generates the nested-only tree.
+pub fn nested_tree() -> io::Result<NestedTree> {
+    let dir = tempfile::Builder::new().prefix("bench-nested-").tempdir()?;
+    let root = fs::canonicalize(dir.path())?.join("project");
+    let mut folders = 0;
+    let mut write = |folder: &Path, text: String| -> io::Result<()> {
+        fs::create_dir_all(folder)?;
+        fs::write(folder.join("AGENTS.md"), text)?;
+        folders += 1;
+        Ok(())
+    };
+    for a in 0..10 {
+        let fa = root.join(format!("pkg{a}"));
+        write(&fa, format!("# pkg{a}\nConventions of pkg{a}.\n"))?;
+        for b in 0..10 {
+            let fb = fa.join(format!("mod{b}"));
+            write(&fb, format!("# pkg{a}/mod{b}\n"))?;
+            for c in 0..100 {
+                write(&fb.join(format!("part{c}")), format!("# pkg{a}/mod{b}/part{c}\n"))?;
+            }
+        }
+    }
+    fs::write(root.join("AGENTS.md"), "# Project\n")?;
+    let nested = ["pkg3", "pkg3/mod7", "pkg3/mod7/part42"].iter().map(|f| root.join(f).join("AGENTS.md")).collect();
+    Ok(NestedTree { _dir: dir, root, folders, touched: "pkg3/mod7/part42/file.ts".into(), nested })
+}

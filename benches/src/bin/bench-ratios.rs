@@ -1,5 +1,7 @@
 //! Prints each benchmark's mean time as a ratio to the floor of its group, from criterion's
-//! `target/criterion/**/new/estimates.json`, plus the 10k → 100k growth of full discovery.
+//! `target/criterion/**/new/estimates.json` (against every floor of the group: one thread, and
+//! the reference's thread count where the group measures it), plus the 10k → 100k growth of full
+//! discovery and the cached trigger's speed-up.
 //! Run after `cargo bench -p benches`: `cargo run -p benches --bin bench-ratios`.
 
 use std::collections::BTreeMap;
@@ -38,15 +40,24 @@ fn main() {
         groups.entry(group.clone()).or_default().insert(bench, mean);
     }
     for (group, benches) in &groups {
-        let floor = benches.iter().find(|(name, _)| name.starts_with("floor")).map(|(_, m)| *m);
+        // Every floor of the group: the single-thread one, and the one on the reference's
+        // thread count where the group has it.
+        let floors: Vec<(&String, f64)> =
+            benches.iter().filter(|(name, _)| name.starts_with("floor")).map(|(n, m)| (n, *m)).collect();
         println!("{group}");
         for (name, mean) in benches {
-            let ratio = floor.map_or(String::new(), |f| format!("{:>8.2}× floor", mean / f));
-            println!("  {name:<28} {:>12.3} ms {ratio}", mean / 1e6);
+            let ratios: Vec<String> = floors.iter().map(|(f, m)| format!("{:>8.2}× {f}", mean / m)).collect();
+            println!("  {name:<28} {:>12.4} ms {}", mean / 1e6, ratios.join("  "));
         }
     }
-    let get = |g: &str| groups.get(g).and_then(|b| b.get("reference")).copied();
-    if let (Some(a), Some(b)) = (get("discovery_10000"), get("discovery_100000")) {
+    let get = |g: &str, b: &str| groups.get(g).and_then(|m| m.get(b)).copied();
+    if let (Some(a), Some(b)) = (get("discovery_10000", "reference"), get("discovery_100000", "reference")) {
         println!("discovery growth 10k → 100k: {:.2}×", b / a);
+    }
+    for n in ["10000", "100000"] {
+        let g = format!("trigger_{n}");
+        if let (Some(u), Some(c)) = (get(&g, "uncached"), get(&g, "cached")) {
+            println!("trigger {n}: cached re-trigger {:.1}× faster than uncached", u / c);
+        }
     }
 }
