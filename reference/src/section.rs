@@ -259,22 +259,30 @@ impl Section {
             }
         }
         for folder in self.folders(&dirs) {
-            let names: Vec<String> = match self.options.per_directory {
-                PerDirectory::First => self
-                    .source
-                    .find_first(folder.as_ref(), &self.options.file_names)
-                    .0
-                    .into_iter()
-                    .map(|p| p.to_string())
-                    .collect(),
-                PerDirectory::All => self
-                    .options
-                    .file_names
-                    .iter()
-                    .filter_map(|n| self.source.find_first(folder.as_ref(), std::slice::from_ref(n)).0)
-                    .map(|p| p.to_string())
-                    .collect(),
+            // What a folder's lookup reports (an unlistable folder, D-DIAG-2) is the round's too;
+            // with `all`, one listing answers every name, so it is reported once.
+            let (names, found): (Vec<String>, Option<Diagnostic>) = match self.options.per_directory {
+                PerDirectory::First => {
+                    let (path, d) = self.source.find_first(folder.as_ref(), &self.options.file_names);
+                    (path.into_iter().map(|p| p.to_string()).collect(), d)
+                }
+                PerDirectory::All => {
+                    let mut first = None;
+                    let names = self
+                        .options
+                        .file_names
+                        .iter()
+                        .filter_map(|n| {
+                            let (path, d) = self.source.find_first(folder.as_ref(), std::slice::from_ref(n));
+                            first.get_or_insert(d);
+                            path
+                        })
+                        .map(|p| p.to_string())
+                        .collect();
+                    (names, first.flatten())
+                }
             };
+            diags.extend(found);
             for name in names {
                 let Some(path) = RelPath::parse(&name) else { continue };
                 match self.source.read(&path, true, file_cap) {
