@@ -21,9 +21,6 @@ use crate::wire::{
     WireActivation, WireDiagnostic, WireEntry, WireEnvironment, WireFile, WireModule, WireSection,
 };
 
-/// The profiles the reference implements.
-pub const PROFILES: &[&str] = &["modules", "section", "root-file"];
-
 /// What the reference says of itself in `hello`. In-process runs and `reference-adapter` both
 /// answer with it, so the two can never disagree. It declares every capability of the vocabulary
 /// and its own default texts.
@@ -32,7 +29,8 @@ pub fn reference_hello() -> Hello {
         name: "reference".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         language: "rust".into(),
-        profiles: PROFILES.iter().map(|p| p.to_string()).collect(),
+        // The reference implements every profile.
+        profiles: crate::load::PROFILES.iter().map(|p| p.to_string()).collect(),
         capabilities: crate::vocabulary::capabilities().into_keys().collect(),
         defaults: Defaults {
             intro: Some(section::DEFAULT_INTRO.into()),

@@ -199,11 +199,8 @@ impl Implementation for InProcess {
 pub fn validate_hello(hello: &Hello) -> Result<(), String> {
     let mut problems = Vec::new();
     for p in &hello.profiles {
-        if !crate::load::PROFILES.contains(&p.as_str()) {
-            let hint = crate::vocabulary::nearest(p, crate::load::PROFILES.iter().copied())
-                .map(|n| format!(" (did you mean '{n}'?)"))
-                .unwrap_or_default();
-            problems.push(format!("profile '{p}' is not a profile{hint}; known: {}", crate::load::PROFILES.join(", ")));
+        if let Err(e) = crate::load::check_profile(p) {
+            problems.push(format!("profile {e}"));
         }
     }
     let capabilities = crate::vocabulary::capabilities();

@@ -112,8 +112,8 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     if s.id.trim().is_empty() || s.id.contains(char::is_whitespace) {
         bad("id:", format!("id: '{}' must be non-empty with no spaces", s.id));
     }
-    if !PROFILES.contains(&s.profile.as_str()) {
-        bad("profile:", format!("profile: '{}' is not a profile (known: {})", s.profile, PROFILES.join(", ")));
+    if let Err(e) = check_profile(&s.profile) {
+        bad("profile:", format!("profile: {e}"));
     }
     if s.profile == "section" && s.platform != Platform::Posix {
         bad("platform:", "platform: the section profile runs on posix trees only".into());
@@ -249,6 +249,16 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
 
 /// The profiles a case may name.
 pub const PROFILES: &[&str] = &["modules", "section", "root-file"];
+
+/// Checks a profile name: `Err` says it is not one, with the nearest known name.
+pub fn check_profile(p: &str) -> Result<(), String> {
+    if PROFILES.contains(&p) {
+        return Ok(());
+    }
+    let hint =
+        vocabulary::nearest(p, PROFILES.iter().copied()).map(|n| format!(" (did you mean '{n}'?)")).unwrap_or_default();
+    Err(format!("'{p}' is not a profile{hint}; known: {}", PROFILES.join(", ")))
+}
 
 /// The instruction file names of the modules profile, compared case-insensitively here so that a
 /// Windows tree's `agents.md` counts too (seed 000, "Format and discovery").

@@ -313,15 +313,7 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
     let cases = load(&args.cases)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     if let Some(p) = &args.profile {
-        if !harness::load::PROFILES.contains(&p.as_str()) {
-            let hint = harness::vocabulary::nearest(p, harness::load::PROFILES.iter().copied())
-                .map(|n| format!(" (did you mean '{n}'?)"))
-                .unwrap_or_default();
-            return Err(format!(
-                "--profile '{p}' is not a profile{hint}; known: {}",
-                harness::load::PROFILES.join(", ")
-            ));
-        }
+        harness::load::check_profile(p).map_err(|e| format!("--profile {e}"))?;
     }
     let selection = Selection { filter: args.filter.clone(), profile: args.profile.clone(), shard };
     let manifest = match &args.expectations {
