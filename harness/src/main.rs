@@ -13,6 +13,7 @@ use harness::manifest::Manifest;
 use harness::report::{self, Summary};
 use harness::run::{Level, Status};
 use harness::suite::{parse_shard, run_all, Factory, Selection};
+use harness::tree::FakeHome;
 
 /// What `--version` says: the suite, the protocol and every profile, which move independently.
 const LONG_VERSION: &str = concat!(
@@ -256,7 +257,7 @@ fn with_declared(
 
 /// The implementation factory of a run, and the fake HOME its adapters get (removed when the run
 /// ends: the returned directory is dropped then).
-fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<tempfile::TempDir>), String> {
+fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<FakeHome>), String> {
     let timeout = Duration::from_secs(args.timeout);
     let Some(cmd) = args.adapter.clone() else {
         let declared = declared(args);
@@ -264,7 +265,7 @@ fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<tempfile::Te
         return Ok((Box::new(make), None));
     };
     let max_restarts = args.max_restarts;
-    let home_dir = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
+    let home_dir = FakeHome::new()?;
     let home = home_dir.path().to_path_buf();
     let one_shot = args.one_shot;
     let declared = declared(args);
@@ -335,8 +336,7 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
     if selected.is_empty() {
         return Err("no case matches the selection".into());
     }
-    let (factory, home) = factory(args)?;
-    let _home_guard = home.as_ref().map(|h| harness::cleanup::register_dir(h.path().to_path_buf()));
+    let (factory, _home) = factory(args)?;
     let level = match args.level {
         LevelArg::All => Level::All,
         LevelArg::Seed => Level::Seed,
@@ -453,8 +453,7 @@ fn matrix(
     if selected.is_empty() {
         return Err("no case matches the selection".into());
     }
-    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
-    let _home_guard = harness::cleanup::register_dir(home.path().to_path_buf());
+    let home = FakeHome::new()?;
     let mut columns = Vec::new();
     for spec in implementations {
         let (name, cmd) = spec.split_once('=').ok_or_else(|| format!("--impl '{spec}': expected NAME=CMD"))?;
@@ -482,8 +481,7 @@ fn matrix(
 
 /// `conformance smoke`: hello, then the smallest runnable case of each declared profile.
 fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String> {
-    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
-    let _home_guard = harness::cleanup::register_dir(home.path().to_path_buf());
+    let home = FakeHome::new()?;
     let mut imp = harness::adapter::ProcessAdapter::new(command, home.path(), Duration::from_secs(timeout), 0);
     let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
     harness::implementation::validate_hello(&hello)?;
@@ -535,7 +533,7 @@ fn record_transcript(cases: &[Case], id: &str, dir: &Path, adapter: Option<Strin
         Some(a) => a,
         None => harness::adapter::shell_quote(&harness::adapter::reference_adapter_path()?.to_string_lossy()),
     };
-    let home = tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| e.to_string())?;
+    let home = FakeHome::new()?;
     let mut imp = harness::adapter::ProcessAdapter::new(command.clone(), home.path(), Duration::from_secs(10), 0);
     imp.record();
     let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;

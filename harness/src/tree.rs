@@ -144,6 +144,29 @@ impl Sandbox {
     }
 }
 
+/// The fake, empty HOME that adapters run with, so no user or global instruction file can reach a
+/// result. It is registered for removal on a signal and removed when dropped.
+#[derive(Debug)]
+pub struct FakeHome {
+    dir: tempfile::TempDir,
+    _registered: crate::cleanup::Guard,
+}
+
+impl FakeHome {
+    /// A new, empty HOME in the temporary directory.
+    pub fn new() -> Result<FakeHome, String> {
+        let dir =
+            tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| format!("tempdir: {e}"))?;
+        let _registered = crate::cleanup::register_dir(dir.path().to_path_buf());
+        Ok(FakeHome { dir, _registered })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
 /// The in-memory tree of a windows or managed case, kept by the harness so a restarted adapter
 /// is sent the tree as it is now.
 #[derive(Debug, Clone, Default)]
