@@ -16,7 +16,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::scenario::{Basis, BasisSpec, Expect, ExpectDiagnostic, Scenario};
-use crate::wire::{Hello, Observation, WireDiagnostic};
+use crate::wire::{Hello, Observation, PromptKind, PromptPart, WireDiagnostic, WirePrompt};
 
 /// The seed's own diagnostic codes (seed 000, "Boundaries and authority", "Lifetime"): compared
 /// literally, whatever an implementation maps.
@@ -292,6 +292,38 @@ fn section_text(ctx: &Context<'_>, text: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// The parts of the system prompts of the case's kind (D-RF-PROMPT-1): at least one prompt of
+/// that kind is observed, and every one has exactly the expected parts in order (a full
+/// expectation holds for both full prompts). Their texts are the implementation's; only order
+/// and presence are compared.
+fn prompt_facet(cmp: &mut Cmp, kind: Option<PromptKind>, want: &[PromptPart], got: Option<&[WirePrompt]>) {
+    let names = |parts: &[PromptPart]| {
+        let names: Vec<String> = parts
+            .iter()
+            .map(|p| serde_json::to_value(p).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())
+            .collect();
+        format!("[{}]", names.join(", "))
+    };
+    let kind_name = |k: PromptKind| match k {
+        PromptKind::Full => "full",
+        PromptKind::Lean => "lean",
+    };
+    let Some(kind) = kind else { return };
+    let prompts = got.unwrap_or(&[]);
+    if prompts.is_empty() {
+        cmp.push("prompt", format!("the {} prompt {}", kind_name(kind), names(want)), "no prompt");
+        return;
+    }
+    for (i, p) in prompts.iter().enumerate() {
+        let field = if prompts.len() == 1 { "prompt".to_string() } else { format!("prompt[{i}]") };
+        if p.kind != kind {
+            cmp.push(field.clone(), format!("a {} prompt", kind_name(kind)), format!("a {} prompt", kind_name(p.kind)));
+        } else if p.parts != want {
+            cmp.push(field.clone(), names(want), names(&p.parts));
+        }
+    }
+}
+
 /// Compares `obs` with `expect` (a step of `ctx.scenario`).
 pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mismatch> {
     let s = ctx.scenario;
@@ -398,6 +430,10 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
             }
         }
     }
+    cmp.basis = basis("prompt");
+    if let Some(parts) = &expect.prompt {
+        prompt_facet(&mut cmp, s.prompt, parts, obs.prompts.as_deref());
+    }
     cmp.basis = basis("diagnostics");
     diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics);
     cmp.out
@@ -458,6 +494,27 @@ mod tests {
     fn run(s: &Scenario, hello: &Hello, e: &str, obs: &Observation) -> Vec<Mismatch> {
         let ctx = Context { scenario: s, hello, root: "/r", sandbox: "/sb" };
         compare(&ctx, &expect(e), obs)
+    }
+
+    /// A `full` expectation holds for every full prompt observed, and a missing or wrong-kind
+    /// prompt fails it (D-RF-PROMPT-1).
+    #[test]
+    fn every_observed_prompt_must_have_the_expected_parts() {
+        let mut s = scenario("root-file", "seed");
+        s.prompt = Some(PromptKind::Full);
+        let e = "prompt: [working_rules, project_instructions]";
+        let p = |kind, parts: &[PromptPart]| WirePrompt { kind, parts: parts.to_vec() };
+        let good = [PromptPart::WorkingRules, PromptPart::ProjectInstructions];
+        let obs = |prompts: Option<Vec<WirePrompt>>| Observation { prompts, ..Observation::default() };
+        let both = obs(Some(vec![p(PromptKind::Full, &good), p(PromptKind::Full, &good)]));
+        assert!(run(&s, &hello(), e, &both).is_empty());
+        let second_wrong =
+            obs(Some(vec![p(PromptKind::Full, &good), p(PromptKind::Full, &[PromptPart::ProjectInstructions])]));
+        let got = run(&s, &hello(), e, &second_wrong);
+        assert!(got.len() == 1 && got[0].field == "prompt[1]", "{got:?}");
+        assert_eq!(run(&s, &hello(), e, &obs(None)).len(), 1);
+        assert_eq!(run(&s, &hello(), e, &obs(Some(vec![]))).len(), 1);
+        assert_eq!(run(&s, &hello(), e, &obs(Some(vec![p(PromptKind::Lean, &good)]))).len(), 1);
     }
 
     #[test]

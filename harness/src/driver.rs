@@ -17,8 +17,9 @@ use reference::{
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{
-    from_hex, CasePlatform, Defaults, Hello, Observation, OpenCase, Outcome, PerDirectory, StepOp, ToolCall, TreeEdit,
-    WireActivation, WireDiagnostic, WireEntry, WireEnvironment, WireFile, WireModule, WireSection,
+    from_hex, CasePlatform, Defaults, Hello, Observation, OpenCase, Outcome, PerDirectory, PromptKind, PromptPart,
+    StepOp, ToolCall, TreeEdit, WireActivation, WireDiagnostic, WireEntry, WireEnvironment, WireFile, WireModule,
+    WirePrompt, WireSection,
 };
 
 /// What the reference says of itself in `hello`. In-process runs and `reference-adapter` both
@@ -63,15 +64,50 @@ const ROOT_FILE_STATE: &str = "root-file.json";
 /// The most the state file holds: the 32 KiB file, hex-free JSON and the section, with room.
 const MAX_STATE_BYTES: u64 = 1 << 20;
 
+/// The wire form of the reference's prompts of `kind` around `section`: each prompt's parts, in
+/// order (seed 003, "Decision" and the 2026-10-18 amendment).
+fn wire_prompts(kind: PromptKind, section: &str) -> Vec<WirePrompt> {
+    use reference::prompt::{self, PartKind};
+    let reference_kind = match kind {
+        PromptKind::Full => prompt::PromptKind::Full,
+        PromptKind::Lean => prompt::PromptKind::Lean,
+    };
+    prompt::prompts(reference_kind, section)
+        .into_iter()
+        .map(|p| WirePrompt {
+            kind,
+            parts: p
+                .parts
+                .iter()
+                .map(|(k, _)| match k {
+                    PartKind::WorkingRules => PromptPart::WorkingRules,
+                    PartKind::GitRule => PromptPart::GitRule,
+                    PartKind::WorkspaceFolders => PromptPart::WorkspaceFolders,
+                    PartKind::ProjectInstructions => PromptPart::ProjectInstructions,
+                    PartKind::ProjectNotes => PromptPart::ProjectNotes,
+                    PartKind::LeanFixed => PromptPart::LeanFixed,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 impl RootFileState {
-    fn observation(&self) -> Observation {
+    /// What the session shows: the file read, the section, and the prompts of `prompt`'s kind
+    /// where the case observes one.
+    fn observation(&self, prompt: Option<PromptKind>) -> Observation {
         let round = WireSection {
             text: self.section.clone(),
             rewritten: !self.section.is_empty(),
             files: self.startup.iter().map(|f| f.path.clone()).collect(),
             omitted: Vec::new(),
         };
-        Observation { startup: Some(self.startup.clone()), section: Some(round), ..Observation::default() }
+        Observation {
+            startup: Some(self.startup.clone()),
+            section: Some(round),
+            prompts: prompt.map(|kind| wire_prompts(kind, &self.section)),
+            ..Observation::default()
+        }
     }
 
     fn load(state_dir: &Path) -> Result<RootFileState, String> {
@@ -242,6 +278,9 @@ impl Driver {
     /// Opens a case: builds the file source, and resumes the journaled session when asked.
     pub fn open(open: OpenCase) -> Result<(Driver, Observation), String> {
         config(&open.profile)?;
+        if open.prompt.is_some() && open.profile != "root-file" {
+            return Err(format!("prompt is not part of the {} profile", open.profile));
+        }
         let source = build_source(&open)?;
         let state_dir = PathBuf::from(&open.state_dir);
         let mut driver =
@@ -262,7 +301,7 @@ impl Driver {
             }
             "root-file" => {
                 let state = RootFileState::load(&self.state_dir)?;
-                let obs = state.observation();
+                let obs = state.observation(self.open.prompt);
                 self.root_file = Some(state);
                 Ok(obs)
             }
@@ -314,7 +353,8 @@ impl Driver {
             "section" => self.section = Some(self.mount_section()?),
             "root-file" => {
                 let source = self.source.as_ref().ok_or("the session has already started")?;
-                let out = reference::rootfile::root_file(source, &config("root-file")?);
+                // A redefinition in .nodwyn/init.scm replaces the section (D-RF-REDEF-1).
+                let out = reference::prompt::section(source, &config("root-file")?);
                 let startup = out
                     .file
                     .map(|(path, content, sha256)| WireFile {
@@ -327,7 +367,7 @@ impl Driver {
                     .collect();
                 let state = RootFileState { startup, section: out.section };
                 state.save(&self.state_dir)?;
-                obs = state.observation();
+                obs = state.observation(self.open.prompt);
                 obs.diagnostics = wire_diagnostics(out.diagnostics);
                 self.root_file = Some(state);
             }

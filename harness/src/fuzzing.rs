@@ -225,6 +225,7 @@ fn run_model(tree: &[(usize, usize)], ops: &[Op], restart_after_quiet_requests: 
         placement: None,
         resume: false,
         options: None,
+        prompt: None,
     };
     let (mut driver, _) = Driver::open(open).unwrap();
     let mut out = vec![driver.step(&StepOp::Start).unwrap()];

@@ -118,6 +118,12 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     if s.profile == "section" && s.platform != Platform::Posix {
         bad("platform:", "platform: the section profile runs on posix trees only".into());
     }
+    if s.prompt.is_some() && s.profile != "root-file" {
+        bad("prompt:", "prompt: only root-file cases observe a system prompt".into());
+    }
+    if s.prompt.is_none() && s.steps.iter().any(|st| st.expect.as_ref().is_some_and(|e| e.prompt.is_some())) {
+        bad("prompt:", "expect.prompt: the case must name the prompt it observes (prompt: full or lean)".into());
+    }
     if s.options.is_some() && s.profile != "section" {
         bad("options:", "options: only section cases have options".into());
     }
@@ -368,6 +374,33 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                 }
             }
         }
+        "root-file" => {
+            if s.prompt == Some(crate::scenario::PromptKind::Lean) {
+                out.insert("lean_prompt");
+            }
+            let mut paths: Vec<String> = s.tree.keys().cloned().collect();
+            paths.extend(through_links(s));
+            for st in &s.steps {
+                match &st.action {
+                    Action::Write(w) => paths.push(w.path.clone()),
+                    Action::Rename(r) => paths.push(r.to.clone()),
+                    _ => {}
+                }
+            }
+            // A Windows target's names are case-insensitive.
+            let windows = s.platform == Platform::Windows;
+            let norm = |p: &String| {
+                let p = p.replace('\\', "/");
+                if windows {
+                    p.to_lowercase()
+                } else {
+                    p
+                }
+            };
+            if paths.iter().any(|p| norm(p) == reference::prompt::INIT_FILE) {
+                out.insert("section_redefinition");
+            }
+        }
         _ => {}
     }
     out
@@ -528,6 +561,11 @@ mod tests {
     #[case::subtrees("section", "posix", "", "  - touch: {path: a/b.ts}\n", &["subtrees"])]
     #[case::scopes("section", "posix", "", "  - next_request: {scope: c}\n", &["scopes"])]
     #[case::option("section", "posix", "options: {max_bytes: 10, intro: x, cwd: a}\n", "", &["max_bytes", "intro"])]
+    #[case::lean_prompt("root-file", "posix", "prompt: lean\n", "", &["lean_prompt"])]
+    #[case::full_prompt_is_no_capability("root-file", "posix", "prompt: full\n", "", &[])]
+    #[case::init_file("root-file", "posix", "tree: {.nodwyn/init.scm: x}\n", "", &["section_redefinition"])]
+    #[case::init_file_by_write("root-file", "managed", "", "  - write: {path: .nodwyn/init.scm, text: x}\n", &["managed", "section_redefinition"])]
+    #[case::init_file_elsewhere("root-file", "posix", "tree: {docs/.nodwyn/init.scm: x}\n", "", &[])]
     fn capabilities_are_derived(
         #[case] profile: &str,
         #[case] platform: &str,
@@ -544,6 +582,19 @@ mod tests {
         let mut want = want.to_vec();
         want.sort_unstable();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn a_prompt_belongs_to_the_root_file_profile_and_its_expectation_to_a_case_naming_one() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [globs]\n\
+                    prompt: full\nsteps:\n  - start:\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("only root-file cases")), "{problems:?}");
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: root-file\nplatform: posix\n\
+                    rules: [rootfile_prompt]\nsteps:\n  - start:\n    expect: {prompt: [lean_fixed]}\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("must name the prompt")), "{problems:?}");
+        assert!(parse(&text.replace("rules:", "prompt: full\nrules:")).is_ok());
     }
 
     #[test]

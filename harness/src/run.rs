@@ -235,6 +235,7 @@ fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
         placement,
         resume: false,
         options: section_options(s, &sandbox)?,
+        prompt: s.prompt,
     };
     Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem, pending: Vec::new() })
 }

@@ -11,7 +11,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::wire::CasePlatform as Platform;
-pub use crate::wire::{Outcome, SectionOptions, WireEnvironment};
+pub use crate::wire::{Outcome, PromptKind, PromptPart, SectionOptions, WireEnvironment};
 
 /// A managed environment's state: `running`, `stopped`, `pending`, or `{failed: "text"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -91,6 +91,10 @@ pub struct Scenario {
     /// project directory (`../x` is beside it). An option the case does not set is not sent.
     #[serde(default)]
     pub options: Option<SectionOptions>,
+    /// root-file only: the system prompt the case observes, `full` (both full prompts) or `lean`
+    /// (capability `lean_prompt`). Without it no prompt is observed, only the section.
+    #[serde(default)]
+    pub prompt: Option<PromptKind>,
     /// Files, relative to the project directory; `../x` is beside it, outside the root.
     #[serde(default)]
     pub tree: BTreeMap<String, TreeValue>,
@@ -458,7 +462,8 @@ fn unit<'de, A: MapAccess<'de>>(map: &mut A, action: Action) -> Result<Action, A
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// The basis of this step's expectations: `seed` or a decision id for all of them, or a map
-    /// from expectation (`startup`, `activation`, `rendered`, `section`, `diagnostics`) to basis.
+    /// from expectation (`startup`, `activation`, `rendered`, `section`, `prompt`, `diagnostics`)
+    /// to basis.
     #[serde(default)]
     pub basis: Option<BasisSpec>,
     /// The startup prefix, in order.
@@ -473,6 +478,10 @@ pub struct Expect {
     /// The section (section and root-file profiles).
     #[serde(default)]
     pub section: Option<ExpectSection>,
+    /// The parts of the system prompt the case names (`prompt:`), in order; every observed
+    /// prompt of that kind must have exactly these (root-file profile).
+    #[serde(default)]
+    pub prompt: Option<Vec<PromptPart>>,
     /// The diagnostics.
     #[serde(default)]
     pub diagnostics: Vec<ExpectDiagnostic>,
@@ -610,7 +619,7 @@ impl<'de> Deserialize<'de> for Basis {
 }
 
 /// The expectations whose basis a step may set one by one.
-pub const EXPECTATIONS: &[&str] = &["startup", "activation", "rendered", "section", "diagnostics"];
+pub const EXPECTATIONS: &[&str] = &["startup", "activation", "rendered", "section", "prompt", "diagnostics"];
 
 /// A step's basis: one for all its expectations, or one per expectation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

@@ -133,6 +133,46 @@ pub struct SectionOptions {
     pub retraction_text: Option<String>,
 }
 
+/// Which system prompt a root-file case observes (D-RF-PROMPT-1): seed 003 has three, the two full
+/// ones of "both system prompts" and lean-system-prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptKind {
+    /// The full system prompts: the implementation reports each of them.
+    Full,
+    /// lean-system-prompt (capability `lean_prompt`).
+    Lean,
+}
+
+/// A part of a system prompt, observed by its place and presence only: the texts of the parts
+/// other than the section are the implementation's own (the section's text is `section.text`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptPart {
+    /// The working rules, the same for every repository.
+    WorkingRules,
+    /// The git rule.
+    GitRule,
+    /// The workspace's folders.
+    WorkspaceFolders,
+    /// (project-instructions-section): present exactly when its text is not empty.
+    ProjectInstructions,
+    /// The project notes, the agent's own.
+    ProjectNotes,
+    /// The lean prompt's fixed text, up to its last fixed sentence.
+    LeanFixed,
+}
+
+/// One system prompt as observed: which one, and its parts in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WirePrompt {
+    /// Which prompt.
+    pub kind: PromptKind,
+    /// Its parts, in order.
+    pub parts: Vec<PromptPart>,
+}
+
 /// What `open` carries: everything an implementation needs to run one case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -161,6 +201,9 @@ pub struct OpenCase {
     /// The section profile's options that the case sets; absent when it sets none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Box<SectionOptions>>,
+    /// The system prompt to observe (root-file profile); absent: none is observed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<PromptKind>,
 }
 
 /// A change to an in-memory tree.
@@ -382,6 +425,10 @@ pub struct Observation {
     /// The section after a model round (section profile), or at start (root-file profile).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub section: Option<WireSection>,
+    /// The system prompts of the kind `open.prompt` names, each with its parts in order (root-file
+    /// profile, after `start` and a resume): both full prompts, or the lean one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Vec<WirePrompt>>,
     /// Diagnostics of the step.
     #[serde(default)]
     pub diagnostics: Vec<WireDiagnostic>,

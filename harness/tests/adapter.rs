@@ -144,6 +144,7 @@ fn posix_case(dir: &Path, state: &str) -> OpenCase {
         placement: None,
         resume: false,
         options: None,
+        prompt: None,
     }
 }
 
@@ -163,6 +164,7 @@ fn managed_case(dir: &Path, state: &str) -> OpenCase {
         placement: None,
         resume: false,
         options: None,
+        prompt: None,
     }
 }
 

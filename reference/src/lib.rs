@@ -51,6 +51,7 @@ mod hash;
 mod journal;
 mod placement;
 mod platform;
+pub mod prompt;
 mod relpath;
 mod render;
 mod resolver;
