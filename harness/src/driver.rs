@@ -11,15 +11,16 @@ use std::path::{Path, PathBuf};
 
 use reference::section::{self, Section};
 use reference::{
-    place_root, Activation, Config, Diagnostic, Environment, HostSource, MemSource, MemTree, Node, Placement, Platform,
-    RelPath, Session, Source, StartupFile, ToolResult,
+    admitted_root, instruction_scope, place_root, Account, Activation, Config, Conversation, Diagnostic, Environment,
+    HostSource, Kind, MemSource, MemTree, Node, Placement, Platform, RelPath, Role, Scope, Session, Source, Spawn,
+    StartupFile, ToolResult,
 };
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{
     from_hex, CasePlatform, Defaults, Hello, Observation, OpenCase, Outcome, PerDirectory, PromptKind, PromptPart,
-    StepOp, ToolCall, TreeEdit, WireActivation, WireDiagnostic, WireEntry, WireEnvironment, WireFile, WireModule,
-    WirePrompt, WireSection,
+    StepOp, ToolCall, TreeEdit, WireActivation, WireDiagnostic, WireEntry, WireEnvironment, WireFile, WireKind,
+    WireModule, WirePrompt, WireRole, WireSection, WireSession,
 };
 
 /// What the reference says of itself in `hello`. In-process runs and `reference-adapter` both
@@ -229,23 +230,84 @@ fn section_options(o: Option<&crate::wire::SectionOptions>) -> section::SectionO
     out
 }
 
+/// The reference's view of who the spawned session belongs to.
+fn spawn(w: &WireSession) -> Spawn {
+    let paths = |v: &Option<Vec<String>>| v.as_ref().map(|ps| ps.iter().map(PathBuf::from).collect());
+    let accounts = w
+        .accounts
+        .iter()
+        .map(|(name, a)| {
+            let role = match a.role {
+                WireRole::Administrator => Role::Administrator,
+                WireRole::User => Role::User,
+                WireRole::Chatbot => Role::Chatbot,
+            };
+            (name.clone(), Account { role, bound: a.bound.as_ref().map(PathBuf::from), policy: paths(&a.policy) })
+        })
+        .collect();
+    let conversations = w
+        .conversations
+        .iter()
+        .map(|c| Conversation {
+            id: c.id.clone(),
+            account: c.account.clone(),
+            kind: match c.kind {
+                WireKind::OwnerChat => Kind::OwnerChat,
+                WireKind::SharedRoom => Kind::SharedRoom,
+                WireKind::PlatformConversation => Kind::PlatformConversation,
+                WireKind::SharedChannel => Kind::SharedChannel,
+                WireKind::CronExecution => Kind::CronExecution,
+                WireKind::SubAgent => Kind::SubAgent,
+            },
+            parent: c.parent.clone(),
+            fork: c.fork,
+            scheduled: c.scheduled,
+            admin: c.admin,
+            owner: c.owner,
+            cwd: c.cwd.as_ref().map(PathBuf::from),
+            policy: paths(&c.policy),
+        })
+        .collect();
+    Spawn { accounts, conversations, spawned: w.spawn.clone() }
+}
+
+/// The host root of a session: the spawned session's scope first (seed 000, "Boundaries and
+/// authority"), then root placement as for any host session. Without `session` the session is
+/// an administrator's own chat; without `placement` its root is `root`, the one Project.
+fn host_root(open: &OpenCase) -> Option<PathBuf> {
+    let (cwd, policies) = match open.session.as_ref().map(|w| instruction_scope(&spawn(w))) {
+        None => (None, Vec::new()),
+        Some(Scope::Nothing(_)) => return None,
+        // The chatbot's exception: its bound Project itself, with no cwd lookup, no worktree
+        // inspection and no placement.
+        Some(Scope::BoundOnly { project, policies }) => return admitted_root(&project, &policies),
+        Some(Scope::Full { cwd, policies }) => (cwd, policies),
+    };
+    match &open.placement {
+        None if policies.is_empty() => Some(PathBuf::from(&open.root)),
+        None => admitted_root(Path::new(&open.root), &policies),
+        Some(p) => place_root(&Placement {
+            cwd: cwd.unwrap_or_else(|| PathBuf::from(&p.cwd)),
+            projects: p.projects.iter().map(PathBuf::from).collect(),
+            bound: p.bound.as_ref().map(PathBuf::from),
+            policies,
+        }),
+    }
+}
+
 fn build_source(open: &OpenCase) -> Result<Source, String> {
     match open.platform {
         CasePlatform::Posix => {
-            let root = match &open.placement {
-                None => Some(PathBuf::from(&open.root)),
-                Some(p) => place_root(&Placement {
-                    cwd: PathBuf::from(&p.cwd),
-                    projects: p.projects.iter().map(PathBuf::from).collect(),
-                    bound: p.bound.as_ref().map(PathBuf::from),
-                }),
-            };
+            let root = host_root(open);
             match root {
                 None => Ok(Source::Nothing),
                 Some(root) => HostSource::new(&root)
                     .map(Source::Host)
                     .map_err(|e| format!("root '{}' cannot be resolved: {e}", root.display())),
             }
+        }
+        CasePlatform::Windows | CasePlatform::Managed if open.session.is_some() => {
+            Err("session (eligibility) applies to posix cases only".into())
         }
         CasePlatform::Windows | CasePlatform::Managed => {
             let platform = if open.platform == CasePlatform::Windows { Platform::Windows } else { Platform::Posix };

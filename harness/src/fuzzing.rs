@@ -223,6 +223,7 @@ fn run_model(tree: &[(usize, usize)], ops: &[Op], restart_after_quiet_requests: 
         tree: Some(entries),
         environment: None,
         placement: None,
+        session: None,
         resume: false,
         options: None,
         prompt: None,

@@ -158,6 +158,7 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
         bad("- start", "steps: start may only be the first step".into());
     }
     let host = s.platform == Platform::Posix;
+    validate_session(s, &mut bad);
     if !host && s.placement.is_some() {
         bad("placement:", "placement: only posix cases place a root".into());
     }
@@ -253,6 +254,82 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     out
 }
 
+/// Checks `session:` (FORMAT.md, "Session"): what serde cannot. A parent id that names no row is
+/// valid input (the "missing row" case), and so is a sub-agent with no parent (an orphan).
+fn validate_session(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let Some(w) = &s.session else { return };
+    if s.profile != "modules" || s.platform != Platform::Posix {
+        bad("session:", "session: only posix cases of the modules profile model who a session belongs to".into());
+    }
+    let mut ids = BTreeSet::new();
+    for c in &w.conversations {
+        let at = format!("id: {}", c.id);
+        if c.id.trim().is_empty() {
+            bad("conversations:", "session.conversations: a row's id must not be empty".into());
+        }
+        if !ids.insert(c.id.as_str()) {
+            bad(&at, format!("session.conversations: two rows have the id '{}'", c.id));
+        }
+        if !w.accounts.contains_key(&c.account) {
+            bad(
+                &at,
+                format!(
+                    "session.conversations: row '{}' names the account '{}', which session.accounts lacks",
+                    c.id, c.account
+                ),
+            );
+        }
+        let sub = c.kind == crate::scenario::Kind::SubAgent;
+        if !sub && c.parent.is_some() {
+            bad(&at, format!("session.conversations: row '{}' has a parent, but only a sub_agent has one", c.id));
+        }
+        if !sub && c.fork {
+            bad(
+                &at,
+                format!("session.conversations: row '{}' is a fork, but only a sub_agent (with a parent) forks", c.id),
+            );
+        }
+        if c.kind == crate::scenario::Kind::CronExecution && !c.id.starts_with(reference::CRON_ROOT_PREFIX) {
+            bad(
+                &at,
+                format!(
+                    "session.conversations: row '{}' is a cron_execution, whose id starts with '{}'",
+                    c.id,
+                    reference::CRON_ROOT_PREFIX
+                ),
+            );
+        }
+        if s.placement.is_none() && (c.cwd.is_some() || c.policy.is_some()) {
+            bad(
+                &at,
+                format!(
+                    "session.conversations: row '{}' sets cwd or policy, which place a root: the case needs placement",
+                    c.id
+                ),
+            );
+        }
+    }
+    for (name, a) in &w.accounts {
+        let at = format!("{name}:");
+        let chatbot = a.role == crate::scenario::Role::Chatbot;
+        if !chatbot && a.bound.is_some() {
+            bad(&at, format!("session.accounts.{name}.bound: only a chatbot account is bound (a session's bound Project is placement.bound)"));
+        }
+        if chatbot && a.policy.is_none() {
+            bad(&at, format!("session.accounts.{name}.policy: a chatbot's live policy must be stated"));
+        }
+    }
+    match w.conversations.iter().find(|c| c.id == w.spawn) {
+        None => bad("spawn:", format!("session.spawn: '{}' names no row of session.conversations", w.spawn)),
+        Some(c) => {
+            let chatbot = w.accounts.get(&c.account).is_some_and(|a| a.role == crate::scenario::Role::Chatbot);
+            if chatbot && s.placement.as_ref().is_some_and(|p| p.bound.is_some()) {
+                bad("bound:", format!("placement.bound: the spawned row belongs to the chatbot '{}', which is bound through session.accounts.{}.bound", c.account, c.account));
+            }
+        }
+    }
+}
+
 /// The profiles a case may name.
 pub const PROFILES: &[&str] = &["modules", "section", "root-file"];
 
@@ -311,7 +388,7 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
             if paths.iter().any(|p| p == ".elowen/rules" || p.starts_with(".elowen/rules/")) {
                 out.insert("rule_modules");
             }
-            let roots: BTreeSet<String> = match &s.placement {
+            let mut roots: BTreeSet<String> = match &s.placement {
                 None => [".".to_string()].into(),
                 Some(pl) => {
                     let mut r: BTreeSet<String> = pl.projects.iter().cloned().collect();
@@ -321,6 +398,11 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                     r
                 }
             };
+            // A chatbot's bound Project, and a row's working directory, are roots too.
+            if let Some(w) = &s.session {
+                roots.extend(w.accounts.values().filter_map(|a| a.bound.clone()));
+                roots.extend(w.conversations.iter().filter_map(|c| c.cwd.clone()));
+            }
             let nested = paths.iter().any(|p| {
                 let (folder, name) = p.rsplit_once('/').unwrap_or((".", p));
                 INSTRUCTION_NAMES.contains(&name.to_lowercase().as_str())
@@ -336,6 +418,7 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                 ("cold_clear", has(|a| matches!(a, Action::ColdClear))),
                 ("append_failure", has(|a| matches!(a, Action::FailNextAppend))),
                 ("root_placement", s.placement.is_some()),
+                ("eligibility", s.session.is_some()),
             ] {
                 if used {
                     out.insert(name);
@@ -556,6 +639,7 @@ mod tests {
     #[case::compaction("modules", "posix", "", "  - compact:\n", &["compaction"])]
     #[case::cold_clear("modules", "posix", "", "  - cold_clear:\n", &["cold_clear"])]
     #[case::append_failure("modules", "posix", "", "  - fail_next_append:\n", &["append_failure"])]
+    #[case::eligibility("modules", "posix", "session: {accounts: {a: {role: user}}, conversations: [{id: c, account: a, kind: owner_chat}], spawn: c}\n", "", &["eligibility"])]
     #[case::windows("modules", "windows", "", "", &["windows_targets"])]
     #[case::managed("modules", "managed", "", "", &["managed"])]
     #[case::subtrees("section", "posix", "", "  - touch: {path: a/b.ts}\n", &["subtrees"])]
@@ -613,6 +697,55 @@ mod tests {
         assert!(problems.iter().any(|(_, m)| m.contains("must state what its expectations rest on")), "{problems:?}");
         assert!(parse(&text.replace("rules: [globs]", "rules: [globs]\nbasis: D-X")).is_ok());
         assert!(parse(&text.replace("rules: [globs]", "rules: [globs]\nbasis: D-Y")).is_err());
+    }
+
+    /// `session:` is checked strictly, each problem naming its field and line; a parent id that
+    /// names no row, and a sub-agent with no parent, are valid input.
+    #[rstest::rstest]
+    #[case::spawn_names_no_row("spawn: c", "spawn: zz", "session.spawn: 'zz' names no row", 13)]
+    #[case::unknown_account(
+        "account: a, kind: owner_chat",
+        "account: b, kind: owner_chat",
+        "names the account 'b'",
+        12
+    )]
+    #[case::unknown_key("kind: owner_chat}", "kind: owner_chat, colour: red}", "colour", 12)]
+    #[case::unknown_kind("kind: owner_chat}", "kind: owner}", "owner", 12)]
+    #[case::parent_on_root("kind: owner_chat}", "kind: owner_chat, parent: x}", "only a sub_agent has one", 12)]
+    #[case::duplicate_row(
+        "kind: owner_chat}",
+        "kind: owner_chat}\n    - {id: c, account: a, kind: shared_room}",
+        "two rows have the id 'c'",
+        12
+    )]
+    #[case::cron_id("kind: owner_chat}", "kind: cron_execution}", "whose id starts with", 12)]
+    #[case::chatbot_policy("{role: administrator}", "{role: chatbot, bound: .}", "live policy must be stated", 10)]
+    #[case::bound_on_admin(
+        "{role: administrator}",
+        "{role: administrator, bound: .}",
+        "only a chatbot account is bound",
+        10
+    )]
+    #[case::cwd_without_placement("kind: owner_chat}", "kind: owner_chat, cwd: src}", "needs placement", 12)]
+    fn session_problems_are_located(#[case] from: &str, #[case] to: &str, #[case] message: &str, #[case] line: usize) {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [placement]\n\
+                    capabilities: [eligibility]\nsession:\n  accounts:\n    a: {role: administrator}\n  conversations:\n\
+                    - {id: c, account: a, kind: owner_chat}\n  spawn: c\nsteps:\n  - start:\n";
+        let text = text.replace("\n- {id", "\n    - {id");
+        assert!(parse(&text).is_ok(), "{:?}", parse(&text).err());
+        let problems = parse(&text.replacen(from, to, 1)).unwrap_err();
+        let hit = problems.iter().find(|(_, m)| m.contains(message));
+        assert!(hit.is_some(), "{problems:?}");
+        assert_eq!(hit.and_then(|(l, _)| *l), Some(line), "{problems:?}");
+    }
+
+    #[test]
+    fn a_parent_naming_no_row_and_an_orphan_are_valid_input() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [placement]\n\
+                    capabilities: [eligibility]\nsession:\n  accounts: {a: {role: administrator}}\n  conversations:\n\
+                    \x20   - {id: c, account: a, kind: sub_agent, parent: gone}\n    - {id: d, account: a, kind: sub_agent}\n\
+                    \x20 spawn: c\nsteps:\n  - start:\n";
+        assert!(parse(text).is_ok(), "{:?}", parse(text).err());
     }
 
     #[test]

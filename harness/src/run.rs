@@ -12,6 +12,7 @@ use crate::scenario::{Action, Basis, Platform, Scenario};
 use crate::tree::{default_root, display_root, MemModel, Sandbox};
 use crate::wire::{
     CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WirePlacement,
+    WireSession,
 };
 
 /// Which expectations gate a run.
@@ -225,6 +226,7 @@ fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
                 .transpose()?,
         }),
     };
+    let session = s.session.as_ref().map(|w| wire_session(w, &sandbox).map(Box::new)).transpose()?;
     let open = OpenCase {
         profile: s.profile.clone(),
         platform: s.platform,
@@ -233,11 +235,30 @@ fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
         tree: mem.as_ref().map(MemModel::wire),
         environment: if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None },
         placement,
+        session,
         resume: false,
         options: section_options(s, &sandbox)?,
         prompt: s.prompt,
     };
     Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem, pending: Vec::new() })
+}
+
+/// The session's rows and accounts with their paths (bound Projects, policies, working
+/// directories) made absolute: they are written relative to the project directory.
+fn wire_session(w: &WireSession, sandbox: &Sandbox) -> Result<WireSession, String> {
+    let abs = |p: &String| sandbox.resolve(p).map(|d| d.to_string_lossy().into_owned());
+    let all =
+        |ps: &Option<Vec<String>>| ps.as_ref().map(|v| v.iter().map(abs).collect::<Result<Vec<_>, _>>()).transpose();
+    let mut out = w.clone();
+    for a in out.accounts.values_mut() {
+        a.bound = a.bound.as_ref().map(abs).transpose()?;
+        a.policy = all(&a.policy)?;
+    }
+    for c in &mut out.conversations {
+        c.cwd = c.cwd.as_ref().map(abs).transpose()?;
+        c.policy = all(&c.policy)?;
+    }
+    Ok(out)
 }
 
 /// The section options with `cwd` and `global_file` made absolute (they are written relative to

@@ -11,7 +11,11 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use crate::wire::CasePlatform as Platform;
+pub use crate::wire::WireSession as SessionSpec;
 pub use crate::wire::{Outcome, PromptKind, PromptPart, SectionOptions, WireEnvironment};
+pub use crate::wire::{
+    WireAccount as AccountSpec, WireConversation as ConversationSpec, WireKind as Kind, WireRole as Role,
+};
 
 /// A managed environment's state: `running`, `stopped`, `pending`, or `{failed: "text"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -87,6 +91,10 @@ pub struct Scenario {
     /// Root placement inputs (posix), relative to the project directory.
     #[serde(default)]
     pub placement: Option<PlacementSpec>,
+    /// Who the session belongs to (posix, modules profile): accounts, conversation rows with
+    /// parent edges, and the spawned row. Paths are relative to the project directory.
+    #[serde(default)]
+    pub session: Option<SessionSpec>,
     /// The section profile's options the case sets; `cwd` and `global_file` are relative to the
     /// project directory (`../x` is beside it). An option the case does not set is not sent.
     #[serde(default)]

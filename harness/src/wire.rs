@@ -79,6 +79,98 @@ pub struct WirePlacement {
     pub bound: Option<String>,
 }
 
+/// What an account is (capability `eligibility`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WireRole {
+    /// An administrator: its own chat and its delegated sub-agents get the Project scope.
+    Administrator,
+    /// An ordinary user.
+    User,
+    /// A chatbot, with a bound Project and a live policy.
+    Chatbot,
+}
+
+/// An account of a session's world.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WireAccount {
+    /// What it is.
+    pub role: WireRole,
+    /// A chatbot's bound Project (absolute on the wire; relative to the project directory in a
+    /// case file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
+    /// The account's live policy: the Projects it may access. Absent: every Project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Vec<String>>,
+}
+
+/// What a conversation row is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WireKind {
+    /// The account's own conversation (`isOwnedUserSession`).
+    OwnerChat,
+    /// A room several people share.
+    SharedRoom,
+    /// A shared conversation on a chat platform.
+    PlatformConversation,
+    /// A shared channel.
+    SharedChannel,
+    /// A cron execution's conversation; its id starts with `brain-ch-cron-`.
+    CronExecution,
+    /// A delegated session, with a parent; a fork when `fork` is set.
+    SubAgent,
+}
+
+/// One durable conversation row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WireConversation {
+    /// The session id.
+    pub id: String,
+    /// The owning account's name (a key of `accounts`).
+    pub account: String,
+    /// What it is.
+    pub kind: WireKind,
+    /// `parent_session_id` (sub-agents only). It may name no row: that is a missing row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// A fork of its parent rather than a fresh sub-agent. The default is false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fork: bool,
+    /// The row's turn was scheduled (delivered by the scheduler). The default is false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scheduled: bool,
+    /// The captured admin bit. The default is false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub admin: bool,
+    /// The captured owner bit. The default is false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub owner: bool,
+    /// The recorded working directory. Absent: the placement's `cwd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The session's own (scoped) policy: the Projects it may access. Absent: no restriction of
+    /// its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Vec<String>>,
+}
+
+/// Who a spawned session belongs to (capability `eligibility`): the accounts, the durable
+/// conversation rows with their parent edges, and which row is spawned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WireSession {
+    /// Accounts by name.
+    pub accounts: BTreeMap<String, WireAccount>,
+    /// The rows, in any order.
+    pub conversations: Vec<WireConversation>,
+    /// The id of the row being spawned.
+    pub spawn: String,
+}
+
 /// `perDirectory` of the section profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -195,6 +287,10 @@ pub struct OpenCase {
     /// Root placement inputs; without them the root is `root`.
     #[serde(default)]
     pub placement: Option<WirePlacement>,
+    /// Who the session belongs to (capability `eligibility`); absent: the session is an
+    /// administrator's own chat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Box<WireSession>>,
     /// Resume the session journaled in `state_dir` (after a restart) instead of starting anew.
     #[serde(default)]
     pub resume: bool,

@@ -14,6 +14,11 @@
 //! 3. The registered Project containing the working directory (by real path; the deepest one).
 //! 4. Otherwise nothing: "an unregistered directory contributes nothing".
 //!
+//! A session's policies restrict every step ("Project lookup uses the child's policy, including
+//! canAccessProject for a scoped lookup"): only a Project every policy admits (by real path) is a
+//! candidate of step 1 and of step 3, and a bound Project that one of them does not admit gives
+//! nothing (it still wins: the lookup of step 3 is not tried instead).
+//!
 //! No ancestor walk looks for instruction files; the only upward look is Git's own `.git`
 //! discovery in step 1.
 //!
@@ -34,6 +39,25 @@ pub struct Placement {
     pub projects: Vec<PathBuf>,
     /// The Project bound to the session, if any.
     pub bound: Option<PathBuf>,
+    /// The session's policies: each lists the Projects it admits, and a Project is accessible
+    /// only when every one admits it. The default, none, admits every Project.
+    pub policies: Vec<Vec<PathBuf>>,
+}
+
+/// Whether every policy admits `project`, compared by real path; a path that does not resolve
+/// admits nothing and is admitted by nothing.
+fn admits(policies: &[Vec<PathBuf>], project: &Path) -> bool {
+    if policies.is_empty() {
+        return true;
+    }
+    let Ok(real) = fs::canonicalize(project) else { return false };
+    policies.iter().all(|policy| policy.iter().any(|p| fs::canonicalize(p).is_ok_and(|r| r == real)))
+}
+
+/// The real path of `project` when every policy admits it: the root of a session whose scope is
+/// one Project (a chatbot's bound Project, or a case's root without placement).
+pub fn admitted_root(project: &Path, policies: &[Vec<PathBuf>]) -> Option<PathBuf> {
+    admits(policies, project).then(|| fs::canonicalize(project).ok()).flatten()
 }
 
 /// How many bytes a `.git` file or a `commondir` may hold. Each holds one path (at most
@@ -63,9 +87,12 @@ fn linked_common_dir(git_file: &Path) -> Option<PathBuf> {
 /// The root for `p`, or `None` when the session has no Project root.
 pub fn place_root(p: &Placement) -> Option<PathBuf> {
     let cwd = fs::canonicalize(&p.cwd).ok()?;
+    if p.bound.as_ref().is_some_and(|b| !admits(&p.policies, b)) {
+        return None;
+    }
     let candidates: Vec<&PathBuf> = match &p.bound {
         Some(b) => vec![b],
-        None => p.projects.iter().collect(),
+        None => p.projects.iter().filter(|proj| admits(&p.policies, proj)).collect(),
     };
     for dir in cwd.ancestors() {
         let git = dir.join(".git");
@@ -83,8 +110,8 @@ pub fn place_root(p: &Placement) -> Option<PathBuf> {
     if let Some(bound) = &p.bound {
         return fs::canonicalize(bound).ok();
     }
-    p.projects
-        .iter()
+    candidates
+        .into_iter()
         .filter_map(|proj| fs::canonicalize(proj).ok())
         .filter(|real| cwd.starts_with(real))
         .max_by_key(|real| real.components().count())

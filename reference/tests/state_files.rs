@@ -46,13 +46,13 @@ fn a_fifo_as_git_or_as_commondir_does_not_hang_placement() {
     let repo = dir.path().join("repo");
     fs::create_dir_all(repo.join("src")).unwrap();
     mkfifo(&repo.join(".git"));
-    let p = Placement { cwd: repo.join("src"), projects: vec![repo.clone()], bound: None };
+    let p = Placement { cwd: repo.join("src"), projects: vec![repo.clone()], bound: None, policies: vec![] };
     let got = finishes(Duration::from_secs(20), move || place_root(&p));
     assert_eq!(got, Some(fs::canonicalize(&repo).unwrap()));
     // A `commondir` that is a FIFO: unreadable, so the `.git` file is no linked worktree's.
     let (project, wt) = worktree(dir.path());
     mkfifo(&project.join(".git/worktrees/wt/commondir"));
-    let p = Placement { cwd: wt.clone(), projects: vec![project.clone()], bound: None };
+    let p = Placement { cwd: wt.clone(), projects: vec![project.clone()], bound: None, policies: vec![] };
     assert_eq!(finishes(Duration::from_secs(20), move || place_root(&p)), None);
 }
 
@@ -61,13 +61,13 @@ fn a_commondir_linked_to_dev_zero_is_not_read() {
     let dir = tempfile::tempdir().unwrap();
     let (project, wt) = worktree(dir.path());
     symlink("/dev/zero", project.join(".git/worktrees/wt/commondir")).unwrap();
-    let p = Placement { cwd: wt, projects: vec![project], bound: None };
+    let p = Placement { cwd: wt, projects: vec![project], bound: None, policies: vec![] };
     assert_eq!(finishes(Duration::from_secs(20), move || place_root(&p)), None);
     // And one of gigabytes is refused by its size, unread.
     let dir = tempfile::tempdir().unwrap();
     let (project, wt) = worktree(dir.path());
     fs::File::create(project.join(".git/worktrees/wt/commondir")).unwrap().set_len(4 << 30).unwrap();
-    let p = Placement { cwd: wt, projects: vec![project], bound: None };
+    let p = Placement { cwd: wt, projects: vec![project], bound: None, policies: vec![] };
     assert_eq!(place_root(&p), None);
 }
 
@@ -76,7 +76,7 @@ fn a_linked_worktree_still_places_its_own_root() {
     let dir = tempfile::tempdir().unwrap();
     let (project, wt) = worktree(dir.path());
     fs::write(project.join(".git/worktrees/wt/commondir"), "../..\n").unwrap();
-    let p = Placement { cwd: wt.clone(), projects: vec![project], bound: None };
+    let p = Placement { cwd: wt.clone(), projects: vec![project], bound: None, policies: vec![] };
     assert_eq!(place_root(&p), Some(fs::canonicalize(&wt).unwrap()));
 }
 
