@@ -87,6 +87,17 @@ class Session {
     this.stateFile = path.join(open.state_dir, 'root-file.json');
     fs.mkdirSync(open.state_dir, { recursive: true });
     this.state = open.resume ? JSON.parse(fs.readFileSync(this.stateFile, 'utf8')) : null;
+    this.prompt = open.prompt; // 'full', or absent (the example has no lean prompt)
+  }
+
+  // The example's one full system prompt, as its parts in order: the section after the working
+  // rules, the git rule and the workspace's folders, before the project notes (seed 003), and
+  // absent when its text is empty. Reported only when the case asks for it.
+  withPrompts(observation) {
+    if (this.prompt !== 'full') return observation;
+    const section = this.state.text !== '' ? ['project_instructions'] : [];
+    const parts = ['working_rules', 'git_rule', 'workspace_folders', ...section, 'project_notes'];
+    return { ...observation, prompts: [{ kind: 'full', parts }] };
   }
 
   start() {
@@ -107,7 +118,7 @@ class Session {
     const text = content.trim() === '' ? '' : HEADING + content; // D-RF-RENDER-2
     this.state = { startup, text, files: startup.map((f) => f.path) };
     fs.writeFileSync(this.stateFile, JSON.stringify(this.state)); // "read once": kept for a restart
-    return { startup, section: this.section(text !== ''), diagnostics };
+    return this.withPrompts({ startup, section: this.section(text !== ''), diagnostics });
   }
 
   section(rewritten) {
@@ -115,7 +126,7 @@ class Session {
   }
 
   resumed() {
-    return { startup: this.state.startup, section: this.section(this.state.text !== ''), diagnostics: [] };
+    return this.withPrompts({ startup: this.state.startup, section: this.section(this.state.text !== ''), diagnostics: [] });
   }
 
   step(step) {
