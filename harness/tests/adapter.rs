@@ -142,6 +142,7 @@ fn posix_case(dir: &Path, state: &str) -> OpenCase {
         tree: None,
         environment: None,
         placement: None,
+        local: None,
         resume: false,
         options: None,
     }
@@ -161,6 +162,7 @@ fn managed_case(dir: &Path, state: &str) -> OpenCase {
         ]),
         environment: None,
         placement: None,
+        local: None,
         resume: false,
         options: None,
     }

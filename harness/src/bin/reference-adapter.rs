@@ -27,7 +27,8 @@ enum Request {
         // The case id is for logs; the reference needs nothing from it.
         #[serde(rename = "case")]
         _case: String,
-        open: OpenCase,
+        // Boxed: a case is far larger than the other requests.
+        open: Box<OpenCase>,
     },
     Step {
         seq: u64,
@@ -143,7 +144,7 @@ fn run(request: Request, driver: &mut Option<Driver>) -> Result<Reply, String> {
         Request::Open { open, .. } => {
             // Opening replaces any case still open, even when the new one fails to open.
             *driver = None;
-            let (opened, observation) = Driver::open(open)?;
+            let (opened, observation) = Driver::open(*open)?;
             *driver = Some(opened);
             Reply { observation: Some(observation), ..Reply::default() }
         }
