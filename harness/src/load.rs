@@ -694,6 +694,53 @@ mod tests {
         assert!(parse(&text.replace("rules: [globs]", "rules: [globs]\nbasis: D-Y")).is_err());
     }
 
+    /// Bad local, latch and rejection inputs are refused with a message naming the field.
+    #[rstest::rstest]
+    #[case::local_on_managed(
+        "platform: managed\nlocal: {work_dir: repo}\n",
+        "",
+        "a managed project is no local CLI target"
+    )]
+    #[case::daemon_tree_on_windows("platform: windows\nlocal: {daemon_tree: {a: x}}\n", "", "local.daemon_tree")]
+    #[case::dotdot_work_dir("platform: posix\nlocal: {work_dir: ../repo}\n", "", "local.work_dir")]
+    #[case::absolute_placed_dir("platform: posix\nlocal: {placed_dir: /repo}\n", "", "local.placed_dir")]
+    #[case::local_with_placement(
+        "platform: posix\nlocal: {work_dir: repo}\nplacement: {cwd: .}\n",
+        "",
+        "placement: a local target"
+    )]
+    #[case::select_without_local(
+        "platform: posix\n",
+        "  - select_project: repo\n",
+        "select_project applies to local CLI targets only"
+    )]
+    #[case::failed_not_alone(
+        "platform: posix\nlocal: {owner: false}\n",
+        "    expect: {failed: true}\n  - next_request:\n",
+        "must be the case's only step"
+    )]
+    #[case::blocked_on_start("platform: posix\n", "    expect: {blocked: true}\n", "expect.blocked")]
+    #[case::failed_on_a_request(
+        "platform: posix\n",
+        "  - next_request:\n    expect: {failed: true}\n",
+        "expect.failed: belongs to the start step"
+    )]
+    fn bad_local_and_fault_inputs_are_refused(#[case] head: &str, #[case] steps: &str, #[case] want: &str) {
+        let text = format!(
+            "id: x\ntitle: t\nspec: [{{decision: D-X}}]\nprofile: modules\n{head}rules: [globs]\nsteps:\n  - start:\n{steps}"
+        );
+        let problems = parse(&text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains(want)), "{problems:?}");
+    }
+
+    #[test]
+    fn an_unknown_failure_kind_is_refused() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [globs]\n\
+                    steps:\n  - start:\n  - fail_next_append: forever\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("neither transient")), "{problems:?}");
+    }
+
     #[test]
     fn a_touch_naming_a_tool_must_state_file_access() {
         let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [triggers]\n\
