@@ -434,6 +434,40 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
     if let Some(parts) = &expect.prompt {
         prompt_facet(&mut cmp, s.prompt, parts, obs.prompts.as_deref());
     }
+    // The request's and the start's own outcomes: compared where the step states them.
+    let says = |b: bool, yes: &str, no: &str| if b { yes.to_string() } else { no.to_string() };
+    if let Some(want) = expect.blocked {
+        cmp.basis = basis("blocked");
+        if want != obs.blocked {
+            let shown = |b| says(b, "blocked by the persistence latch", "not blocked");
+            cmp.push("blocked", shown(want), shown(obs.blocked));
+        }
+    }
+    if let Some(want) = expect.escaped {
+        cmp.basis = basis("escaped");
+        if want != obs.escaped.is_some() {
+            let got = match &obs.escaped {
+                Some(text) => format!("a rejection escaped the hook ({text})"),
+                None => "no rejection escaped the hook".into(),
+            };
+            cmp.push("escaped", says(want, "a rejection escaped the hook", "no rejection escaped the hook"), got);
+        }
+    }
+    if let Some(want) = expect.failed {
+        cmp.basis = basis("failed");
+        if want != obs.failed.is_some() {
+            let got = match &obs.failed {
+                Some(text) => format!("the startup failed ({text})"),
+                None => "the startup did not fail".into(),
+            };
+            cmp.push("failed", says(want, "the startup failed", "the startup did not fail"), got);
+        }
+        // A failed startup has no prefix: a source that answered one instead did not fail it.
+        if want && obs.startup.is_some() && expect.startup.is_none() {
+            let paths: Vec<&str> = obs.startup.iter().flatten().map(|f| f.path.as_str()).collect();
+            cmp.push("startup", "no startup prefix (the startup failed)", format!("[{}]", paths.join(", ")));
+        }
+    }
     cmp.basis = basis("diagnostics");
     diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics);
     cmp.out
@@ -559,6 +593,25 @@ mod tests {
         // A missing diagnostic is on the expectation's basis.
         let got = run(&s, &hello(), e, &Observation::default());
         assert_eq!(got[0].basis, Basis::Seed, "{got:?}");
+    }
+
+    #[test]
+    fn blocked_escaped_and_failed_are_compared_when_stated() {
+        let s = scenario("modules", "seed");
+        let blocked = Observation { blocked: true, ..Observation::default() };
+        assert!(run(&s, &hello(), "blocked: true", &blocked).is_empty());
+        assert_eq!(run(&s, &hello(), "blocked: false", &blocked).len(), 1);
+        assert_eq!(run(&s, &hello(), "blocked: true", &Observation::default()).len(), 1);
+        // Not stated: not compared.
+        assert!(run(&s, &hello(), "activation: []", &blocked).is_empty());
+        let escaped = Observation { escaped: Some("rejected".into()), ..Observation::default() };
+        assert!(run(&s, &hello(), "escaped: true", &escaped).is_empty());
+        assert_eq!(run(&s, &hello(), "escaped: true", &Observation::default()).len(), 1);
+        let failed = Observation { failed: Some("no owner".into()), ..Observation::default() };
+        assert!(run(&s, &hello(), "failed: true", &failed).is_empty());
+        let started = Observation { startup: Some(Vec::new()), ..Observation::default() };
+        let got = run(&s, &hello(), "failed: true", &started);
+        assert_eq!(got.len(), 2, "{got:?}");
     }
 
     #[test]

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use reference::section::{self, Section};
 use reference::{
-    admitted_root, instruction_scope, place_root, Account, Activation, Config, Conversation, Diagnostic, Environment,
-    HostSource, Kind, MemSource, MemTree, Node, Placement, Platform, RelPath, Role, Scope, Session, Source, Spawn,
-    StartupFile, ToolResult,
+    admitted_root, instruction_scope, place_root, Account, Activation, AppendFailure, Config, Conversation, Diagnostic,
+    Environment, HostSource, Kind, LocalTarget, MemSource, MemTree, Node, Placement, Platform, RelPath, Role, Scope,
+    Session, SessionError, Source, Spawn, StartupFile, ToolResult,
 };
 use serde::{Deserialize, Serialize};
 
@@ -50,6 +50,9 @@ pub struct Driver {
     session: Option<Session>,
     section: Option<Section>,
     root_file: Option<RootFileState>,
+    /// A local CLI target: the computer's files (kept current through edits) and the directories
+    /// that place the root. The session's source is rebuilt from it at its stored root.
+    local: Option<LocalTarget>,
     state_dir: PathBuf,
 }
 
@@ -295,6 +298,37 @@ fn host_root(open: &OpenCase) -> Option<PathBuf> {
     }
 }
 
+fn mem_tree(platform: Platform, entries: &[WireEntry]) -> Result<MemTree, String> {
+    let mut tree = MemTree::new(platform);
+    for entry in entries {
+        match entry {
+            WireEntry::File { path, hex } => tree.insert(&rel(platform, path)?, Node::File(from_hex(hex)?)),
+            WireEntry::Dir { path } => tree.insert(&rel(platform, path)?, Node::Dir),
+            WireEntry::Symlink { path, target } => tree.insert(&rel(platform, path)?, Node::Symlink(target.clone())),
+        }
+    }
+    Ok(tree)
+}
+
+/// The local CLI target of a case: the computer's files below `root` and the directories that
+/// place the session's root (seed 000, "Local CLI instruction sources").
+fn build_local(open: &OpenCase) -> Result<Option<LocalTarget>, String> {
+    let Some(local) = &open.local else { return Ok(None) };
+    let platform = match open.platform {
+        CasePlatform::Posix => Platform::Posix,
+        CasePlatform::Windows => Platform::Windows,
+        CasePlatform::Managed => return Err("a managed project is no local CLI target".into()),
+    };
+    let tree = mem_tree(platform, open.tree.as_deref().unwrap_or_default())?;
+    Ok(Some(
+        LocalTarget::new(platform, open.root.clone(), tree, local.default_dir.clone())
+            .with_placed_dir(local.placed_dir.clone())
+            .with_work_dir(local.work_dir.clone())
+            .with_owner(local.owner)
+            .with_connection_lost(local.connection_lost),
+    ))
+}
+
 fn build_source(open: &OpenCase) -> Result<Source, String> {
     match open.platform {
         CasePlatform::Posix => {
@@ -311,16 +345,7 @@ fn build_source(open: &OpenCase) -> Result<Source, String> {
         }
         CasePlatform::Windows | CasePlatform::Managed => {
             let platform = if open.platform == CasePlatform::Windows { Platform::Windows } else { Platform::Posix };
-            let mut tree = MemTree::new(platform);
-            for entry in open.tree.iter().flatten() {
-                match entry {
-                    WireEntry::File { path, hex } => tree.insert(&rel(platform, path)?, Node::File(from_hex(hex)?)),
-                    WireEntry::Dir { path } => tree.insert(&rel(platform, path)?, Node::Dir),
-                    WireEntry::Symlink { path, target } => {
-                        tree.insert(&rel(platform, path)?, Node::Symlink(target.clone()))
-                    }
-                }
-            }
+            let tree = mem_tree(platform, open.tree.as_deref().unwrap_or_default())?;
             Ok(Source::Mem(if platform == Platform::Windows {
                 MemSource::windows(open.root.clone(), tree)
             } else {
@@ -343,10 +368,15 @@ impl Driver {
         if open.prompt.is_some() && open.profile != "root-file" {
             return Err(format!("prompt is not part of the {} profile", open.profile));
         }
-        let source = build_source(&open)?;
+        if open.local.is_some() && open.profile != "modules" {
+            return Err(format!("a local CLI target is part of the modules profile, not of {}", open.profile));
+        }
+        let local = build_local(&open)?;
+        // A local target's files come through its file client only: the daemon's own filesystem
+        // at the root's path is never a source (decision D-LOCAL-1).
+        let source = if local.is_some() { None } else { Some(build_source(&open)?) };
         let state_dir = PathBuf::from(&open.state_dir);
-        let mut driver =
-            Driver { open, source: Some(source), session: None, section: None, root_file: None, state_dir };
+        let mut driver = Driver { open, source, session: None, section: None, root_file: None, local, state_dir };
         let obs = if driver.open.resume { driver.restart()? } else { Observation::default() };
         Ok((driver, obs))
     }
@@ -368,12 +398,22 @@ impl Driver {
                 Ok(obs)
             }
             _ => {
-                let source = match self.session.take() {
-                    Some(s) => s.into_source(),
-                    None => self.source.take().unwrap_or(Source::Nothing),
-                };
-                let session =
-                    Session::resume(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
+                let config = config(&self.open.profile)?;
+                let session = match &self.local {
+                    // A resume retains the target stored at spawn (decision D-LOCAL-6).
+                    Some(local) => {
+                        self.session = None;
+                        Session::resume_local(config, local, &self.state_dir)
+                    }
+                    None => {
+                        let source = match self.session.take() {
+                            Some(s) => s.into_source(),
+                            None => self.source.take().unwrap_or(Source::Nothing),
+                        };
+                        Session::resume(config, source, &self.state_dir)
+                    }
+                }
+                .map_err(|e| e.to_string())?;
                 let obs = Observation { startup: Some(wire_files(session.startup())), ..Observation::default() };
                 self.session = Some(session);
                 Ok(obs)
@@ -434,9 +474,28 @@ impl Driver {
                 self.root_file = Some(state);
             }
             _ => {
-                let source = self.source.take().ok_or("the session has already started")?;
-                let (session, startup) =
-                    Session::start(config(&self.open.profile)?, source, &self.state_dir).map_err(|e| e.to_string())?;
+                if self.session.is_some() {
+                    return Err("the session has already started".into());
+                }
+                let config = config(&self.open.profile)?;
+                let started = match &self.local {
+                    Some(local) => Session::start_local(config, local, &self.state_dir),
+                    None => {
+                        let source = self.source.take().ok_or("the session has already started")?;
+                        Session::start(config, source, &self.state_dir)
+                    }
+                };
+                let (session, startup) = match started {
+                    Ok(s) => s,
+                    // A failed startup is an observation, not an error of the case: there is no
+                    // session and no prefix (seed 000: "A missing Sandbox owner or
+                    // LOCAL_EXECUTION_LOST fails startup").
+                    Err(SessionError::Local(e)) => {
+                        obs.failed = Some(e.to_string());
+                        return Ok(obs);
+                    }
+                    Err(e) => return Err(e.to_string()),
+                };
                 obs.startup = Some(wire_files(startup.files));
                 obs.diagnostics = wire_diagnostics(startup.diagnostics);
                 self.session = Some(session);
@@ -478,9 +537,16 @@ impl Driver {
                     let out = self.session()?.next_request();
                     obs.activation = out.activation.map(wire_activation);
                     obs.diagnostics = wire_diagnostics(out.diagnostics);
+                    obs.blocked = out.blocked;
+                    obs.escaped = out.escaped;
                 }
             },
-            StepOp::Compact | StepOp::ColdClear | StepOp::FailNextAppend | StepOp::Fork { .. }
+            StepOp::Compact
+            | StepOp::ColdClear
+            | StepOp::FailNextAppend { .. }
+            | StepOp::RejectNextResolution
+            | StepOp::SelectProject { .. }
+            | StepOp::Fork { .. }
                 if self.open.profile != "modules" =>
             {
                 return Err(self.not_in_profile("this step"));
@@ -490,7 +556,18 @@ impl Driver {
             StepOp::ColdClear => {
                 self.session()?;
             }
-            StepOp::FailNextAppend => self.session()?.fail_next_append(),
+            StepOp::FailNextAppend { durable } => self.session()?.fail_next_append(if *durable {
+                AppendFailure::Durable
+            } else {
+                AppendFailure::Transient
+            }),
+            StepOp::RejectNextResolution => self.session()?.reject_next_resolution(),
+            // The recorded work_dir changes; the running session keeps the root it was placed at
+            // (decision D-LOCAL-6).
+            StepOp::SelectProject { work_dir } => match &mut self.local {
+                Some(local) => local.select_project(work_dir.clone()),
+                None => return Err("select_project applies to local CLI targets only".into()),
+            },
             StepOp::Fork { state_dir } => {
                 let fork = self.session()?.fork(&PathBuf::from(state_dir)).map_err(|e| e.to_string())?;
                 self.state_dir = PathBuf::from(state_dir);
@@ -504,25 +581,44 @@ impl Driver {
     }
 
     fn edit(&mut self, edit: &TreeEdit) -> Result<(), String> {
+        if let Some(local) = &mut self.local {
+            let platform = local.platform();
+            edit_tree(local.tree_mut(), platform, edit)?;
+            // The session sees the computer's files below the root it was placed at.
+            if let Some(session) = &mut self.session {
+                if let Some(root) = session.target().map(str::to_string) {
+                    *session.source_mut() = local.source_at(&root);
+                }
+            }
+            return Ok(());
+        }
         let mem = self.mem()?;
         let platform = mem.platform();
         match edit {
-            TreeEdit::Write { path, hex } => mem.tree_mut().insert(&rel(platform, path)?, Node::File(from_hex(hex)?)),
-            TreeEdit::Delete { path } => {
-                mem.tree_mut().remove(&rel(platform, path)?);
-            }
-            TreeEdit::Rename { from, to } => {
-                let from = rel(platform, from)?;
-                let node =
-                    mem.tree_mut().get(&from).cloned().ok_or_else(|| format!("rename: '{from}' does not exist"))?;
-                if node == Node::Dir {
-                    return Err(format!("rename: '{from}' is a directory (only files are renamed)"));
-                }
-                mem.tree_mut().remove(&from);
-                mem.tree_mut().insert(&rel(platform, to)?, node);
-            }
             TreeEdit::Environment { state } => mem.set_environment(environment(state)),
+            other => edit_tree(mem.tree_mut(), platform, other)?,
         }
         Ok(())
     }
+}
+
+/// An edit of an in-memory tree's files (a local target has no environment).
+fn edit_tree(tree: &mut MemTree, platform: Platform, edit: &TreeEdit) -> Result<(), String> {
+    match edit {
+        TreeEdit::Write { path, hex } => tree.insert(&rel(platform, path)?, Node::File(from_hex(hex)?)),
+        TreeEdit::Delete { path } => {
+            tree.remove(&rel(platform, path)?);
+        }
+        TreeEdit::Rename { from, to } => {
+            let from = rel(platform, from)?;
+            let node = tree.get(&from).cloned().ok_or_else(|| format!("rename: '{from}' does not exist"))?;
+            if node == Node::Dir {
+                return Err(format!("rename: '{from}' is a directory (only files are renamed)"));
+            }
+            tree.remove(&from);
+            tree.insert(&rel(platform, to)?, node);
+        }
+        TreeEdit::Environment { .. } => return Err("a local CLI target has no environment".into()),
+    }
+    Ok(())
 }

@@ -201,7 +201,7 @@ fn step_op(op: Op) -> StepOp {
         Op::Edit(f, t) => {
             StepOp::EditTree(TreeEdit::Write { path: FILES[f].into(), hex: crate::wire::to_hex(TEXTS[t].as_bytes()) })
         }
-        Op::FailNext => StepOp::FailNextAppend,
+        Op::FailNext => StepOp::FailNextAppend { durable: false },
         Op::ColdClear => StepOp::ColdClear,
     }
 }
@@ -224,6 +224,7 @@ fn run_model(tree: &[(usize, usize)], ops: &[Op], restart_after_quiet_requests: 
         environment: None,
         placement: None,
         session: None,
+        local: None,
         resume: false,
         options: None,
         prompt: None,

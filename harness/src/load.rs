@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use crate::corpus::Corpus;
-use crate::scenario::{Action, Basis, BasisSpec, Platform, Scenario, TreeValue};
+use crate::scenario::{Action, Basis, BasisSpec, Failure, Platform, Scenario, TreeValue};
 use crate::vocabulary;
 
 /// A file that marks a directory as a materialised tree, never searched for cases.
@@ -133,7 +133,9 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
                 Action::Compact => "compact",
                 Action::ColdClear => "cold_clear",
                 Action::Fork => "fork",
-                Action::FailNextAppend => "fail_next_append",
+                Action::FailNextAppend(_) => "fail_next_append",
+                Action::RejectNextResolution => "reject_next_resolution",
+                Action::SelectProject(_) => "select_project",
                 _ => continue,
             };
             bad(name, format!("steps: {name} is not part of the {} profile", s.profile));
@@ -159,6 +161,9 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     }
     let host = s.platform == Platform::Posix;
     validate_session(s, &mut bad);
+    validate_local(s, &mut bad);
+    // A local target's files are in memory on a POSIX computer too (its daemon tree is on disk).
+    let in_memory = !host || s.local.is_some();
     if !host && s.placement.is_some() {
         bad("placement:", "placement: only posix cases place a root".into());
     }
@@ -197,25 +202,25 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
             }
         }
         total = total.saturating_add(bytes);
-        if !host && path.starts_with("..") {
+        if in_memory && path.starts_with("..") {
             bad(path, format!("tree: '{path}' lies outside an in-memory tree"));
         }
         let posix_only = matches!(value, TreeValue::Sparse(_) | TreeValue::Fifo);
-        if !host && posix_only {
-            bad(path, format!("tree: '{path}': sparse files and FIFOs exist only on posix"));
+        if in_memory && posix_only {
+            bad(path, format!("tree: '{path}': sparse files and FIFOs exist only in a host tree"));
         }
         if s.platform == Platform::Windows && matches!(value, TreeValue::Symlink(_)) {
             bad(path, format!("tree: '{path}': a Windows target tree holds no symlinks"));
         }
     }
-    let cap = if host { crate::beneath::MAX_TREE_BYTES } else { crate::beneath::MAX_MEM_TREE_BYTES };
+    let cap = if in_memory { crate::beneath::MAX_MEM_TREE_BYTES } else { crate::beneath::MAX_TREE_BYTES };
     if total > cap {
         bad(
             "tree:",
             format!(
                 "tree: {total} bytes of files is over the {} MiB a {} tree may hold",
                 cap >> 20,
-                if host { "host" } else { "in-memory" }
+                if in_memory { "in-memory" } else { "host" }
             ),
         );
     }
@@ -241,6 +246,21 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
             }
         }
         if let Some(e) = &st.expect {
+            let request = matches!(st.action, Action::NextRequest(_));
+            if (e.blocked.is_some() || e.escaped.is_some()) && !(request && s.profile == "modules") {
+                let which = if e.blocked.is_some() { "blocked" } else { "escaped" };
+                bad(which, format!("expect.{which}: belongs to a next_request step of the modules profile"));
+            }
+            if e.failed.is_some() && !matches!(st.action, Action::Start) {
+                bad("failed:", "expect.failed: belongs to the start step".into());
+            }
+            if e.failed == Some(true) && s.steps.len() > 1 {
+                bad(
+                    "failed:",
+                    "expect.failed: a failed startup leaves no session to drive, so it must be the case's only step"
+                        .into(),
+                );
+            }
             if s.profile != "root-file" && e.startup.iter().flatten().any(|f| f.continued.is_some()) {
                 bad("continued:", "expect.startup: continued belongs to the root-file profile".into());
             }
@@ -330,6 +350,89 @@ fn validate_session(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
 }
 
+/// Checks a local CLI target's inputs: the modules profile on a POSIX or Windows computer, its
+/// directories relative to the base of the computer's tree, a daemon tree only on POSIX.
+fn validate_local(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
+    let selects = s.steps.iter().any(|st| matches!(st.action, Action::SelectProject(_)));
+    let Some(local) = &s.local else {
+        if selects {
+            bad("select_project", "steps: select_project applies to local CLI targets only (set local:)".into());
+        }
+        return;
+    };
+    if s.profile != "modules" {
+        bad("local:", format!("local: a local CLI target belongs to the modules profile, not to {}", s.profile));
+    }
+    if s.platform == Platform::Managed {
+        bad("local:", "local: a managed project is no local CLI target (platform: posix or windows)".into());
+    }
+    if s.placement.is_some() {
+        bad("placement:", "placement: a local target's root is its working directory (local:), not a placement".into());
+    }
+    if s.platform != Platform::Posix && !local.daemon_tree.is_empty() {
+        bad("daemon_tree:", "local.daemon_tree: only a POSIX computer's paths name daemon files".into());
+    }
+    let mut dirs: Vec<(&str, &str)> = vec![("default_dir", &local.default_dir)];
+    dirs.extend(local.work_dir.as_deref().map(|d| ("work_dir", d)));
+    dirs.extend(local.placed_dir.as_deref().map(|d| ("placed_dir", d)));
+    for st in &s.steps {
+        if let Action::SelectProject(d) = &st.action {
+            dirs.push(("select_project", d));
+        }
+    }
+    for (field, dir) in dirs {
+        let parts: Vec<&str> = dir.split(['/', '\\']).collect();
+        if dir.is_empty() || dir.starts_with(['/', '\\']) || dir.contains(':') || parts.contains(&"..") {
+            bad(
+                field,
+                format!(
+                    "local.{field}: '{dir}' must be relative to the base of the computer's tree, with no '..' \
+                     ('.' is the base)"
+                ),
+            );
+        }
+    }
+    let links: Vec<&String> =
+        local.daemon_tree.iter().filter(|(_, v)| matches!(v, TreeValue::Symlink(_))).map(|(p, _)| p).collect();
+    for (path, value) in &local.daemon_tree {
+        if let Some(link) = links.iter().find(|l| path.starts_with(&format!("{l}/"))) {
+            bad(
+                path,
+                format!("local.daemon_tree: '{path}' lies below the link '{link}' (the harness never writes through a link)"),
+            );
+        }
+        if let TreeValue::Sized { size, .. } = value {
+            if *size > crate::beneath::MAX_DENSE_FILE {
+                bad(path, format!("local.daemon_tree: '{path}': {size} bytes is over the cap of a dense file"));
+            }
+        }
+    }
+}
+
+/// The directories a local case places a root at (relative to the base of its tree): the one of
+/// its spawn (the placed dir, else the work_dir, else the default) and every later selection,
+/// which a new session is placed at.
+fn local_roots(s: &Scenario) -> Vec<String> {
+    let Some(l) = &s.local else { return Vec::new() };
+    let spawn = l.placed_dir.as_ref().or(l.work_dir.as_ref()).unwrap_or(&l.default_dir);
+    let mut out = vec![spawn.clone()];
+    for st in &s.steps {
+        if let Action::SelectProject(d) = &st.action {
+            out.push(d.clone());
+        }
+    }
+    out.into_iter().map(|d| join_lexical("", &d.replace('\\', "/"))).collect()
+}
+
+/// `path` relative to the tree directory `dir` (`""` is the base), if it lies strictly below it.
+fn below_dir<'a>(dir: &str, path: &'a str) -> Option<&'a str> {
+    if dir.is_empty() {
+        Some(path)
+    } else {
+        path.strip_prefix(dir).and_then(|r| r.strip_prefix('/'))
+    }
+}
+
 /// The profiles a case may name.
 pub const PROFILES: &[&str] = &["modules", "section", "root-file"];
 
@@ -354,6 +457,9 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
     let has = |f: fn(&Action) -> bool| s.steps.iter().any(|st| f(&st.action));
     if has(|a| matches!(a, Action::Restart)) {
         out.insert("restart");
+    }
+    if s.local.is_some() {
+        out.insert("local_cli");
     }
     // Whose files: a Windows target or a managed project, in every profile.
     match s.platform {
@@ -385,7 +491,16 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                     _ => {}
                 }
             }
-            if paths.iter().any(|p| p == ".elowen/rules" || p.starts_with(".elowen/rules/")) {
+            let is_rules = |p: &str| p == ".elowen/rules" || p.starts_with(".elowen/rules/");
+            // A local target's tree is the computer's: its rules lie below the directory the root
+            // is placed at.
+            let local_roots = local_roots(s);
+            let rules = if s.local.is_some() {
+                paths.iter().any(|p| local_roots.iter().any(|d| below_dir(&norm(d), p).is_some_and(is_rules)))
+            } else {
+                paths.iter().any(|p| is_rules(p))
+            };
+            if rules {
                 out.insert("rule_modules");
             }
             let mut roots: BTreeSet<String> = match &s.placement {
@@ -405,9 +520,14 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
             }
             let nested = paths.iter().any(|p| {
                 let (folder, name) = p.rsplit_once('/').unwrap_or((".", p));
-                INSTRUCTION_NAMES.contains(&name.to_lowercase().as_str())
-                    && !folder.starts_with("..")
-                    && !roots.contains(folder)
+                let named = INSTRUCTION_NAMES.contains(&name.to_lowercase().as_str());
+                if s.local.is_some() {
+                    // Strictly below a directory the root may be placed at.
+                    let folder = if folder == "." { "" } else { folder };
+                    named && local_roots.iter().any(|d| below_dir(&norm(d), folder).is_some_and(|r| !r.is_empty()))
+                } else {
+                    named && !folder.starts_with("..") && !roots.contains(folder)
+                }
             });
             if nested && has(|a| matches!(a, Action::Touch(_))) {
                 out.insert("nested_files");
@@ -416,7 +536,9 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                 ("fork", has(|a| matches!(a, Action::Fork))),
                 ("compaction", has(|a| matches!(a, Action::Compact))),
                 ("cold_clear", has(|a| matches!(a, Action::ColdClear))),
-                ("append_failure", has(|a| matches!(a, Action::FailNextAppend))),
+                ("append_failure", has(|a| matches!(a, Action::FailNextAppend(Failure::Transient)))),
+                ("persistence_latch", has(|a| matches!(a, Action::FailNextAppend(Failure::Durable)))),
+                ("resolver_rejection", has(|a| matches!(a, Action::RejectNextResolution))),
                 ("root_placement", s.placement.is_some()),
                 ("eligibility", s.session.is_some()),
             ] {
@@ -640,6 +762,14 @@ mod tests {
     #[case::cold_clear("modules", "posix", "", "  - cold_clear:\n", &["cold_clear"])]
     #[case::append_failure("modules", "posix", "", "  - fail_next_append:\n", &["append_failure"])]
     #[case::eligibility("modules", "posix", "session: {accounts: {a: {role: user}}, conversations: [{id: c, account: a, kind: owner_chat}], spawn: c}\n", "", &["eligibility"])]
+    #[case::persistence_latch("modules", "posix", "", "  - fail_next_append: durable\n", &["persistence_latch"])]
+    #[case::resolver_rejection("modules", "posix", "", "  - reject_next_resolution:\n", &["resolver_rejection"])]
+    #[case::local_cli("modules", "posix", "local: {work_dir: repo}\n", "", &["local_cli"])]
+    #[case::local_rules_below_the_root("modules", "posix", "local: {work_dir: repo}\ntree: {repo/.elowen/rules/a.md: x}\n", "", &["local_cli", "rule_modules"])]
+    #[case::local_rules_elsewhere("modules", "posix", "local: {work_dir: repo}\ntree: {.elowen/x.md: x, other/.elowen/rules/a.md: x, .elowen/rules/b.md: x}\n", "", &["local_cli"])]
+    #[case::local_rules_of_a_selection("modules", "posix", "local: {work_dir: repo}\ntree: {other/.elowen/rules/a.md: x}\n", "  - select_project: other\n", &["local_cli", "rule_modules"])]
+    #[case::local_root_file_is_no_nested_file("modules", "posix", "local: {work_dir: repo}\ntree: {repo/AGENTS.md: x, AGENTS.md: x}\n", "  - touch: {path: a}\n", &["local_cli"])]
+    #[case::local_nested("modules", "windows", "local: {work_dir: repo}\ntree: {repo/src/agents.md: x}\n", "  - touch: {path: a}\n", &["local_cli", "nested_files", "windows_targets"])]
     #[case::windows("modules", "windows", "", "", &["windows_targets"])]
     #[case::managed("modules", "managed", "", "", &["managed"])]
     #[case::subtrees("section", "posix", "", "  - touch: {path: a/b.ts}\n", &["subtrees"])]
@@ -746,6 +876,53 @@ mod tests {
                     \x20   - {id: c, account: a, kind: sub_agent, parent: gone}\n    - {id: d, account: a, kind: sub_agent}\n\
                     \x20 spawn: c\nsteps:\n  - start:\n";
         assert!(parse(text).is_ok(), "{:?}", parse(text).err());
+    }
+
+    /// Bad local, latch and rejection inputs are refused with a message naming the field.
+    #[rstest::rstest]
+    #[case::local_on_managed(
+        "platform: managed\nlocal: {work_dir: repo}\n",
+        "",
+        "a managed project is no local CLI target"
+    )]
+    #[case::daemon_tree_on_windows("platform: windows\nlocal: {daemon_tree: {a: x}}\n", "", "local.daemon_tree")]
+    #[case::dotdot_work_dir("platform: posix\nlocal: {work_dir: ../repo}\n", "", "local.work_dir")]
+    #[case::absolute_placed_dir("platform: posix\nlocal: {placed_dir: /repo}\n", "", "local.placed_dir")]
+    #[case::local_with_placement(
+        "platform: posix\nlocal: {work_dir: repo}\nplacement: {cwd: .}\n",
+        "",
+        "placement: a local target"
+    )]
+    #[case::select_without_local(
+        "platform: posix\n",
+        "  - select_project: repo\n",
+        "select_project applies to local CLI targets only"
+    )]
+    #[case::failed_not_alone(
+        "platform: posix\nlocal: {owner: false}\n",
+        "    expect: {failed: true}\n  - next_request:\n",
+        "must be the case's only step"
+    )]
+    #[case::blocked_on_start("platform: posix\n", "    expect: {blocked: true}\n", "expect.blocked")]
+    #[case::failed_on_a_request(
+        "platform: posix\n",
+        "  - next_request:\n    expect: {failed: true}\n",
+        "expect.failed: belongs to the start step"
+    )]
+    fn bad_local_and_fault_inputs_are_refused(#[case] head: &str, #[case] steps: &str, #[case] want: &str) {
+        let text = format!(
+            "id: x\ntitle: t\nspec: [{{decision: D-X}}]\nprofile: modules\n{head}rules: [globs]\nsteps:\n  - start:\n{steps}"
+        );
+        let problems = parse(&text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains(want)), "{problems:?}");
+    }
+
+    #[test]
+    fn an_unknown_failure_kind_is_refused() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: modules\nplatform: posix\nrules: [globs]\n\
+                    steps:\n  - start:\n  - fail_next_append: forever\n";
+        let problems = parse(text).unwrap_err();
+        assert!(problems.iter().any(|(_, m)| m.contains("neither transient")), "{problems:?}");
     }
 
     #[test]

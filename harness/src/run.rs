@@ -8,11 +8,12 @@ use serde::Serialize;
 use crate::compare::{compare, Context, Mismatch};
 use crate::implementation::{ImplError, Implementation};
 use crate::load::Case;
+use crate::scenario::Failure;
 use crate::scenario::{Action, Basis, Platform, Scenario};
 use crate::tree::{default_root, display_root, MemModel, Sandbox};
 use crate::wire::{
-    CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WirePlacement,
-    WireSession,
+    CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WireLocal,
+    WirePlacement, WireSession,
 };
 
 /// Which expectations gate a run.
@@ -158,7 +159,9 @@ fn action_name(a: &Action) -> &'static str {
         Action::Restart => "restart",
         Action::NewSession => "new_session",
         Action::Fork => "fork",
-        Action::FailNextAppend => "fail_next_append",
+        Action::FailNextAppend(_) => "fail_next_append",
+        Action::RejectNextResolution => "reject_next_resolution",
+        Action::SelectProject(_) => "select_project",
         Action::Write(_) => "write",
         Action::Delete(_) => "delete",
         Action::Rename(_) => "rename",
@@ -200,11 +203,28 @@ fn prepare(s: &Scenario) -> Result<Running, String> {
     prepare_in(s, Sandbox::new()?)
 }
 
+/// A directory of a local target, relative to the base of the computer's tree, made absolute in
+/// the computer's own path form.
+fn local_dir(platform: Platform, base: &str, rel: &str) -> String {
+    if rel.is_empty() || rel == "." {
+        return base.to_string();
+    }
+    match platform {
+        Platform::Windows => format!("{}\\{}", base.trim_end_matches(['\\', '/']), rel.replace('/', "\\")),
+        _ => format!("{}/{}", base.trim_end_matches('/'), rel),
+    }
+}
+
 fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
-    let host = s.platform == Platform::Posix;
+    // A local target's files are the computer's, sent in memory on a POSIX computer too; what
+    // the harness writes on disk for it is the daemon's own files at the same paths.
+    let host = s.platform == Platform::Posix && s.local.is_none();
     let mem = (!host).then(|| MemModel::new(s));
     if host {
         sandbox.build(&s.tree)?;
+    }
+    if let Some(local) = &s.local {
+        sandbox.build(&local.daemon_tree)?;
     }
     let root = match s.platform {
         Platform::Posix => sandbox.project.to_string_lossy().into_owned(),
@@ -227,6 +247,15 @@ fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
         }),
     };
     let session = s.session.as_ref().map(|w| wire_session(w, &sandbox).map(Box::new)).transpose()?;
+    let local = s.local.as_ref().map(|l| {
+        Box::new(WireLocal {
+            placed_dir: l.placed_dir.as_deref().map(|d| local_dir(s.platform, &root, d)),
+            work_dir: l.work_dir.as_deref().map(|d| local_dir(s.platform, &root, d)),
+            default_dir: local_dir(s.platform, &root, &l.default_dir),
+            owner: l.owner,
+            connection_lost: l.connection_lost,
+        })
+    });
     let open = OpenCase {
         profile: s.profile.clone(),
         platform: s.platform,
@@ -236,6 +265,7 @@ fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
         environment: if s.platform == CasePlatform::Managed { s.environment.clone().map(|e| e.0) } else { None },
         placement,
         session,
+        local,
         resume: false,
         options: section_options(s, &sandbox)?,
         prompt: s.prompt,
@@ -340,7 +370,18 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
         }
         Action::Compact => Some(StepOp::Compact),
         Action::ColdClear => Some(StepOp::ColdClear),
-        Action::FailNextAppend => Some(StepOp::FailNextAppend),
+        Action::FailNextAppend(f) => Some(StepOp::FailNextAppend { durable: *f == Failure::Durable }),
+        Action::RejectNextResolution => Some(StepOp::RejectNextResolution),
+        Action::SelectProject(dir) => {
+            let work_dir = local_dir(r.open.platform, &r.open.root, dir);
+            // A restarted adapter is opened with the target as it is recorded now; it must still
+            // resume at the root it stored (decision D-LOCAL-6).
+            match r.open.local.as_mut() {
+                Some(l) => l.work_dir = Some(work_dir.clone()),
+                None => return Err(bad("select_project applies to local CLI targets only".into())),
+            }
+            Some(StepOp::SelectProject { work_dir })
+        }
         Action::Fork => {
             let dir = r.sandbox.fork_dir().to_string_lossy().into_owned();
             r.open.state_dir = dir.clone();

@@ -95,6 +95,10 @@ pub struct Scenario {
     /// parent edges, and the spawned row. Paths are relative to the project directory.
     #[serde(default)]
     pub session: Option<SessionSpec>,
+    /// A local CLI target (modules profile): `tree` is the computer's files, reached through its
+    /// file client, and the root is its resolved working directory.
+    #[serde(default)]
+    pub local: Option<LocalSpec>,
     /// The section profile's options the case sets; `cwd` and `global_file` are relative to the
     /// project directory (`../x` is beside it). An option the case does not set is not sent.
     #[serde(default)]
@@ -144,6 +148,38 @@ pub struct PlacementSpec {
     /// The bound Project.
     #[serde(default)]
     pub bound: Option<String>,
+}
+
+/// A local CLI target (seed 000, "Local CLI instruction sources"). Its directories are relative
+/// to the base of the computer's tree (`root` on a Windows computer, the project directory on a
+/// POSIX one); the harness sends them absolute.
+#[derive(Debug, Clone, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSpec {
+    /// A child's placed directory, if the conversation is a placed child.
+    #[serde(default)]
+    pub placed_dir: Option<String>,
+    /// The recorded work_dir: the directory a paired CLI was started in.
+    #[serde(default)]
+    pub work_dir: Option<String>,
+    /// The computer's default directory. The default is `.`, the base.
+    #[serde(default = "dot")]
+    pub default_dir: String,
+    /// Whether a Sandbox owner holds the target. The default is true.
+    #[serde(default = "yes")]
+    pub owner: bool,
+    /// Whether the bound connection is lost around the startup reads (`LOCAL_EXECUTION_LOST`).
+    /// The default is false.
+    #[serde(default)]
+    pub connection_lost: bool,
+    /// Files on the daemon's own disk at the same paths (POSIX computers only), which must never
+    /// be read for this target.
+    #[serde(default)]
+    pub daemon_tree: BTreeMap<String, TreeValue>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn dot() -> String {
@@ -368,8 +404,13 @@ pub enum Action {
     NewSession,
     /// A fork.
     Fork,
-    /// The next journal append fails.
-    FailNextAppend,
+    /// The next journal append fails: transiently (`fail_next_append:`), or durably
+    /// (`fail_next_append: durable`), which trips the persistence latch.
+    FailNextAppend(Failure),
+    /// The resolver rejects the next batch it resolves.
+    RejectNextResolution,
+    /// A later Project selection records another work_dir (local targets), relative to the base.
+    SelectProject(String),
     /// A file is written.
     Write(WriteSpec),
     /// A file is deleted.
@@ -378,6 +419,16 @@ pub enum Action {
     Rename(RenameSpec),
     /// The managed environment changes state.
     Environment(Environment),
+}
+
+/// How a `fail_next_append` fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// Once; the batch is requeued (`fail_next_append:` or `fail_next_append: transient`).
+    Transient,
+    /// The journal cannot persist: the batch is requeued and the persistence latch trips.
+    Durable,
 }
 
 /// A step: one action, and what to expect of it.
@@ -400,6 +451,8 @@ const ACTIONS: &[&str] = &[
     "new_session",
     "fork",
     "fail_next_append",
+    "reject_next_resolution",
+    "select_project",
     "write",
     "delete",
     "rename",
@@ -440,7 +493,17 @@ impl<'de> Deserialize<'de> for Step {
                         "restart" => unit(&mut map, Action::Restart)?,
                         "new_session" => unit(&mut map, Action::NewSession)?,
                         "fork" => unit(&mut map, Action::Fork)?,
-                        "fail_next_append" => unit(&mut map, Action::FailNextAppend)?,
+                        "fail_next_append" => match map.next_value::<Option<String>>()?.as_deref() {
+                            None | Some("transient") => Action::FailNextAppend(Failure::Transient),
+                            Some("durable") => Action::FailNextAppend(Failure::Durable),
+                            Some(other) => {
+                                return Err(de::Error::custom(format!(
+                                    "fail_next_append: '{other}' is neither transient (the default) nor durable"
+                                )))
+                            }
+                        },
+                        "reject_next_resolution" => unit(&mut map, Action::RejectNextResolution)?,
+                        "select_project" => Action::SelectProject(map.next_value()?),
                         "touch" => Action::Touch(map.next_value()?),
                         "write" => Action::Write(map.next_value()?),
                         "delete" => Action::Delete(map.next_value()?),
@@ -470,8 +533,8 @@ fn unit<'de, A: MapAccess<'de>>(map: &mut A, action: Action) -> Result<Action, A
 #[serde(deny_unknown_fields)]
 pub struct Expect {
     /// The basis of this step's expectations: `seed` or a decision id for all of them, or a map
-    /// from expectation (`startup`, `activation`, `rendered`, `section`, `prompt`, `diagnostics`)
-    /// to basis.
+    /// from expectation (`startup`, `activation`, `rendered`, `section`, `prompt`, `diagnostics`,
+    /// `blocked`, `escaped`, `failed`) to basis.
     #[serde(default)]
     pub basis: Option<BasisSpec>,
     /// The startup prefix, in order.
@@ -493,6 +556,17 @@ pub struct Expect {
     /// The diagnostics.
     #[serde(default)]
     pub diagnostics: Vec<ExpectDiagnostic>,
+    /// `next_request`: whether the persistence latch blocked the request. Compared when stated.
+    #[serde(default)]
+    pub blocked: Option<bool>,
+    /// `next_request`: whether a rejection of the resolver escaped the instruction hook.
+    /// Compared when stated.
+    #[serde(default)]
+    pub escaped: Option<bool>,
+    /// `start`: whether the startup failed (a local target without an owner, or with its
+    /// connection lost). Compared when stated.
+    #[serde(default)]
+    pub failed: Option<bool>,
 }
 
 /// An expected section.
@@ -627,7 +701,8 @@ impl<'de> Deserialize<'de> for Basis {
 }
 
 /// The expectations whose basis a step may set one by one.
-pub const EXPECTATIONS: &[&str] = &["startup", "activation", "rendered", "section", "prompt", "diagnostics"];
+pub const EXPECTATIONS: &[&str] =
+    &["startup", "activation", "rendered", "section", "prompt", "diagnostics", "blocked", "escaped", "failed"];
 
 /// A step's basis: one for all its expectations, or one per expectation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

@@ -171,6 +171,32 @@ pub struct WireSession {
     pub spawn: String,
 }
 
+/// A local CLI target on the wire (seed 000, "Local CLI instruction sources"): the directories
+/// that place the conversation's root on the computer, absolute in the computer's own path form,
+/// and the state of the target. The computer's files are `OpenCase.tree`, relative to
+/// `OpenCase.root` (the base of the tree, which is not itself the session's root).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WireLocal {
+    /// A child's placed directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placed_dir: Option<String>,
+    /// The recorded work_dir (a paired CLI's start directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_dir: Option<String>,
+    /// The computer's default directory.
+    pub default_dir: String,
+    /// Whether a Sandbox owner holds the target.
+    pub owner: bool,
+    /// Whether the bound connection is lost around the startup reads (`LOCAL_EXECUTION_LOST`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub connection_lost: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// `perDirectory` of the section profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -291,6 +317,11 @@ pub struct OpenCase {
     /// administrator's own chat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<Box<WireSession>>,
+    /// A local CLI target: `tree` holds the computer's files below `root` (on a POSIX computer
+    /// too), and the session's root is placed from these directories. On a POSIX computer the
+    /// daemon's own disk holds other files at the same paths, which must never be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<Box<WireLocal>>,
     /// Resume the session journaled in `state_dir` (after a restart) instead of starting anew.
     #[serde(default)]
     pub resume: bool,
@@ -402,8 +433,20 @@ pub enum StepOp {
     Compact,
     /// Cold clearing of per-turn context (instructions are protected from it).
     ColdClear,
-    /// Makes the next journal append fail.
-    FailNextAppend,
+    /// Makes the next journal append fail; `durable` makes it a durable journal failure, which
+    /// trips the persistence latch.
+    FailNextAppend {
+        /// A durable journal failure (the default is a transient one, which only requeues).
+        #[serde(default, skip_serializing_if = "is_false")]
+        durable: bool,
+    },
+    /// Makes the resolver reject the next batch it resolves.
+    RejectNextResolution,
+    /// A later Project selection records another work_dir for the local target (absolute).
+    SelectProject {
+        /// The newly recorded work_dir.
+        work_dir: String,
+    },
     /// Forks the session into a new state directory and continues as the fork; observes the
     /// fork's startup prefix.
     Fork {
@@ -426,7 +469,9 @@ impl StepOp {
             StepOp::NextRequest { .. } => "next_request",
             StepOp::Compact => "compact",
             StepOp::ColdClear => "cold_clear",
-            StepOp::FailNextAppend => "fail_next_append",
+            StepOp::FailNextAppend { .. } => "fail_next_append",
+            StepOp::RejectNextResolution => "reject_next_resolution",
+            StepOp::SelectProject { .. } => "select_project",
             StepOp::Fork { .. } => "fork",
             StepOp::EditTree(_) => "edit_tree",
         }
@@ -528,6 +573,16 @@ pub struct Observation {
     /// Diagnostics of the step.
     #[serde(default)]
     pub diagnostics: Vec<WireDiagnostic>,
+    /// `next_request`: the persistence latch held the provider request back.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub blocked: bool,
+    /// `next_request`: the error with which the resolver rejected the batch, which escaped the
+    /// instruction hook (its text is never compared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escaped: Option<String>,
+    /// `start`: why the startup failed (its text is never compared); there is no session then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 /// Texts the seeds leave to the implementation, as the implementation's defaults. A case that
@@ -738,6 +793,14 @@ mod tests {
         let json = serde_json::to_string(&op).unwrap();
         assert_eq!(json, r#"{"op":"touch","tool":"read","path":"a","outcome":"ok"}"#);
         assert_eq!(serde_json::from_str::<StepOp>(&json).unwrap(), op);
+    }
+
+    #[test]
+    fn a_transient_failure_keeps_its_old_wire_form() {
+        let json = serde_json::to_string(&StepOp::FailNextAppend { durable: false }).unwrap();
+        assert_eq!(json, r#"{"op":"fail_next_append"}"#);
+        let durable: StepOp = serde_json::from_str(r#"{"op":"fail_next_append","durable":true}"#).unwrap();
+        assert_eq!(durable, StepOp::FailNextAppend { durable: true });
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub enum Record {
     Startup {
         /// Root file first, then the unconditional modules.
         files: Vec<StartupFile>,
+        /// A local CLI target's root as placed at spawn, which every resume retains.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<String>,
     },
     /// A turn-context record of kind `instructions`.
     Instructions {
@@ -82,6 +85,8 @@ pub struct Journal {
     len: usize,
     /// The startup prefix, the one record a resume reads back whole.
     startup: Option<Vec<StartupFile>>,
+    /// The local CLI target's root the startup record names.
+    target: Option<String>,
     /// The latest active-context hash per path, kept current on every append so that dedupe
     /// costs the same whatever the journal's length.
     active: HashMap<String, String>,
@@ -135,13 +140,13 @@ impl Journal {
         let path = state_dir.join(JOURNAL_FILE);
         let f = open_regular(&path, false, Access::Replace).map_err(JournalError::Io)?;
         f.sync_data().map_err(JournalError::Io)?;
-        Ok(Journal { path, len: 0, startup: None, active: HashMap::new() })
+        Ok(Journal { path, len: 0, startup: None, target: None, active: HashMap::new() })
     }
 
     /// Opens the journal in `state_dir` and restores its records, streaming it line by line.
     pub fn open(state_dir: &Path) -> Result<Journal, JournalError> {
         let path = state_dir.join(JOURNAL_FILE);
-        let mut journal = Journal { path: path.clone(), len: 0, startup: None, active: HashMap::new() };
+        let mut journal = Journal { path: path.clone(), len: 0, startup: None, target: None, active: HashMap::new() };
         let file = match open_regular(&path, false, Access::ReadWrite) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -207,8 +212,11 @@ impl Journal {
     fn remember(&mut self, record: Record) {
         apply(&mut self.active, &record);
         self.len += 1;
-        if let Record::Startup { files } = record {
-            self.startup.get_or_insert(files);
+        if let Record::Startup { files, target } = record {
+            if self.startup.is_none() {
+                self.startup = Some(files);
+                self.target = target;
+            }
         }
     }
 
@@ -225,6 +233,11 @@ impl Journal {
     /// The startup prefix, when the journal has one.
     pub fn startup(&self) -> Option<&[StartupFile]> {
         self.startup.as_deref()
+    }
+
+    /// The local CLI target's root the startup record names, if any.
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
     }
 
     /// The latest active-context hash per path: instruction records after the last compaction,

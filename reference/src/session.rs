@@ -73,6 +73,25 @@ pub struct RequestOutcome {
     pub activation: Option<Activation>,
     /// What the trigger pass refused or logged.
     pub diagnostics: Vec<Diagnostic>,
+    /// The persistence latch holds the request back: a durable journal failure tripped it and
+    /// the session has not been restored since (seed 000, "Lifetime").
+    pub blocked: bool,
+    /// The error with which the resolver rejected this request's batch: it escapes the hook, and
+    /// the batch is drained, not requeued (seed 000, "Owning code").
+    pub escaped: Option<String>,
+}
+
+/// How the next journal append fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AppendFailure {
+    /// The append fails once: the batch goes back into the queue and the next request retries it
+    /// (decision D-LIFE-4).
+    Transient,
+    /// The journal cannot persist at all: the batch is requeued as for a transient failure, and
+    /// the persistence latch trips and blocks every provider request until the session is
+    /// restored (decisions D-LATCH-1 to D-LATCH-3).
+    Durable,
 }
 
 /// Why a session could not start, resume or fork.
@@ -83,6 +102,8 @@ pub enum SessionError {
     Journal(JournalError),
     /// The state directory holds no session to resume.
     NothingToResume,
+    /// A local CLI target's startup failed (seed 000, "Local CLI instruction sources").
+    Local(crate::local::LocalError),
 }
 
 impl std::fmt::Display for SessionError {
@@ -92,6 +113,7 @@ impl std::fmt::Display for SessionError {
             SessionError::NothingToResume => {
                 f.write_str("the state directory holds no session to resume (start one first)")
             }
+            SessionError::Local(e) => e.fmt(f),
         }
     }
 }
@@ -144,7 +166,17 @@ pub struct Session {
     source: Source,
     journal: Journal,
     queue: Queue,
-    fail_next_append: bool,
+    /// The armed fault of the next instruction-record append, if any.
+    fail_next_append: Option<AppendFailure>,
+    /// The resolver rejects the next batch it resolves (decision D-LATCH-4).
+    reject_next_resolution: bool,
+    /// The persistence latch: tripped by a durable journal failure, it blocks every provider
+    /// request until the session is restored. It lives in memory only, so a resume (a restart of
+    /// the same session) starts without it; a fork keeps it (decision D-LATCH-3).
+    latched: bool,
+    /// The local CLI target's root as placed at spawn, journaled so that a resume retains it
+    /// (seed 000, "Local CLI instruction sources").
+    target: Option<String>,
     /// The revalidating discovery cache, when the configuration asks for one.
     cache: Option<DiscoveryCache>,
 }
@@ -171,6 +203,37 @@ fn sorted(mut diags: Vec<Diagnostic>) -> Vec<Diagnostic> {
 impl Session {
     /// Spawns a session: reads the startup prefix and journals it in a new journal.
     pub fn start(config: Config, source: Source, state_dir: &Path) -> Result<(Session, Startup), SessionError> {
+        Session::start_at(config, source, state_dir, None)
+    }
+
+    fn with(
+        config: Config,
+        source: Source,
+        journal: Journal,
+        cache: Option<DiscoveryCache>,
+        target: Option<String>,
+    ) -> Session {
+        Session {
+            config,
+            source,
+            journal,
+            queue: Queue::default(),
+            fail_next_append: None,
+            reject_next_resolution: false,
+            latched: false,
+            target,
+            cache,
+        }
+    }
+
+    /// Spawns a session whose source is a local CLI target rooted at `target` (journaled with
+    /// the startup prefix, so that a resume retains it).
+    pub(crate) fn start_at(
+        config: Config,
+        source: Source,
+        state_dir: &Path,
+        target: Option<String>,
+    ) -> Result<(Session, Startup), SessionError> {
         let mut diags = Vec::new();
         let mut files = Vec::new();
         if let Some(root) = discover::instruction_file(&source, &config, None, &mut diags) {
@@ -185,9 +248,9 @@ impl Session {
         files.extend(modules.unconditional.iter().cloned().map(|m| startup_file("module", m)));
         let mut journal = Journal::create(state_dir)?;
         journal
-            .append(Record::Startup { files: files.clone() })
+            .append(Record::Startup { files: files.clone(), target: target.clone() })
             .map_err(|e| SessionError::Journal(JournalError::Io(e)))?;
-        let session = Session { config, source, journal, queue: Queue::default(), fail_next_append: false, cache };
+        let session = Session::with(config, source, journal, cache, target);
         Ok((session, Startup { files, diagnostics: sorted(diags) }))
     }
 
@@ -200,21 +263,31 @@ impl Session {
             return Err(SessionError::NothingToResume);
         }
         let cache = new_cache(&config);
-        Ok(Session { config, source, journal, queue: Queue::default(), fail_next_append: false, cache })
+        let target = journal.target().map(str::to_string);
+        Ok(Session::with(config, source, journal, cache, target))
     }
 
     /// Forks into `state_dir`: the fork keeps the parent's startup prefix and journal, not its
     /// in-memory queue.
     pub fn fork(&self, state_dir: &Path) -> Result<Session, SessionError> {
         let journal = self.journal.fork_into(state_dir)?;
-        Ok(Session {
-            config: self.config.clone(),
-            source: self.source.clone(),
+        let mut fork = Session::with(
+            self.config.clone(),
+            self.source.clone(),
             journal,
-            queue: Queue::default(),
-            fail_next_append: false,
-            cache: new_cache(&self.config),
-        })
+            new_cache(&self.config),
+            self.target.clone(),
+        );
+        // A fork is a new session over a copy of the journal, not the restore that releases the
+        // latch: it keeps it (decision D-LATCH-3).
+        fork.latched = self.latched;
+        Ok(fork)
+    }
+
+    /// The local CLI target's root placed at spawn and retained by every resume, if the session
+    /// has one.
+    pub fn target(&self) -> Option<&str> {
+        self.target.as_deref()
     }
 
     /// The retained startup prefix.
@@ -240,9 +313,22 @@ impl Session {
         self.queue.push(rel);
     }
 
-    /// Makes the next journal append fail, as a full disk or a lost journal connection would.
-    pub fn fail_next_append(&mut self) {
-        self.fail_next_append = true;
+    /// Makes the next instruction-record append fail, as a full disk would (transient) or a
+    /// journal that can no longer persist anything (durable). A request that appends nothing does
+    /// not spend it (decision D-LIFE-4).
+    pub fn fail_next_append(&mut self, failure: AppendFailure) {
+        self.fail_next_append = Some(failure);
+    }
+
+    /// Makes the resolver reject the next batch it resolves; a request with an empty queue
+    /// resolves nothing and does not spend it (decision D-LATCH-4).
+    pub fn reject_next_resolution(&mut self) {
+        self.reject_next_resolution = true;
+    }
+
+    /// Whether the persistence latch blocks provider requests.
+    pub fn latched(&self) -> bool {
+        self.latched
     }
 
     /// Compaction: the summarized history, and the instruction records in it, leave the active
@@ -273,10 +359,24 @@ impl Session {
 
     /// Drains the queue before the next model request (`context_with_system`).
     pub fn next_request(&mut self) -> RequestOutcome {
+        if self.latched {
+            // The latch blocks the provider request before it is composed: nothing is drained,
+            // discovered or appended (decision D-LATCH-2).
+            return RequestOutcome { blocked: true, ..RequestOutcome::default() };
+        }
         if self.queue.is_empty() {
             return RequestOutcome::default();
         }
         let batch = self.queue.take();
+        if std::mem::take(&mut self.reject_next_resolution) {
+            // The batch is drained and the rejection escapes the hook; only a failed append
+            // requeues (seed 000, "Owning code"; decision D-LATCH-4).
+            let shown: Vec<&str> = batch.iter().take(10).map(RelPath::as_str).collect();
+            return RequestOutcome {
+                escaped: Some(format!("the instruction resolver rejected the batch {}", shown.join(", "))),
+                ..RequestOutcome::default()
+            };
+        }
         let (resolved, mut diags) = self.resolve(&batch);
         let active = self.journal.active();
         let chosen: Vec<(Loaded, bool)> = resolved
@@ -288,7 +388,7 @@ impl Session {
             })
             .collect();
         if chosen.is_empty() {
-            return RequestOutcome { activation: None, diagnostics: sorted(diags) };
+            return RequestOutcome { diagnostics: sorted(diags), ..RequestOutcome::default() };
         }
         let root = self.source.root_display();
         let platform = self.source.platform();
@@ -308,12 +408,16 @@ impl Session {
             })
             .collect();
         let record = Record::Instructions { instructions, rendered: rendered.clone() };
-        let appended = if std::mem::take(&mut self.fail_next_append) {
-            Err(std::io::Error::other("journal append failed"))
-        } else {
-            self.journal.append(record)
+        let failure = self.fail_next_append.take();
+        let appended = match failure {
+            Some(AppendFailure::Transient) => Err(std::io::Error::other("journal append failed")),
+            Some(AppendFailure::Durable) => Err(std::io::Error::other("the journal cannot persist (durable failure)")),
+            None => self.journal.append(record),
         };
         if let Err(e) = appended {
+            // A durable failure trips the persistence latch: this request and every later one is
+            // blocked until the session is restored (decisions D-LATCH-1, D-LATCH-2).
+            let latch = failure == Some(AppendFailure::Durable);
             // Nothing counts as loaded unless the append succeeded: the batch goes back to the
             // front of the queue and retries at the next context boundary.
             let shown: Vec<&str> = batch.iter().take(10).map(RelPath::as_str).collect();
@@ -325,7 +429,8 @@ impl Session {
                 format!("instruction activation append failed ({e}); requeued {}{more}", shown.join(", ")),
             ));
             self.queue.requeue_front(batch);
-            return RequestOutcome { activation: None, diagnostics: sorted(diags) };
+            self.latched = latch;
+            return RequestOutcome { diagnostics: sorted(diags), blocked: latch, ..RequestOutcome::default() };
         }
         let modules = chosen
             .into_iter()
@@ -336,6 +441,10 @@ impl Session {
                 content: m.content.to_string(),
             })
             .collect();
-        RequestOutcome { activation: Some(Activation { modules, rendered }), diagnostics: sorted(diags) }
+        RequestOutcome {
+            activation: Some(Activation { modules, rendered }),
+            diagnostics: sorted(diags),
+            ..RequestOutcome::default()
+        }
     }
 }

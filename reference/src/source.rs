@@ -783,6 +783,23 @@ impl MemTree {
         let key = dir.map_or_else(String::new, |d| self.fold(d.as_str()));
         self.dirs.get(&key)
     }
+
+    /// The tree below the directory `dir`, as a tree of its own (`dir` becomes its root); an
+    /// empty tree when `dir` is no directory of this one.
+    pub fn subtree(&self, dir: &RelPath) -> MemTree {
+        let top = self.fold(dir.as_str());
+        let below = format!("{top}/");
+        let mut dirs: HashMap<String, BTreeMap<String, Child>> = self
+            .dirs
+            .iter()
+            .filter_map(|(k, v)| {
+                let key = if *k == top { Some(String::new()) } else { k.strip_prefix(&below).map(str::to_string) };
+                key.map(|key| (key, v.clone()))
+            })
+            .collect();
+        dirs.entry(String::new()).or_default();
+        MemTree { platform: self.platform, dirs }
+    }
 }
 
 /// A file client's tree: a Windows computer's (local CLI target) or a managed project's guest.
@@ -791,17 +808,26 @@ pub struct MemSource {
     root: String,
     tree: MemTree,
     environment: Environment,
+    /// Whose tree, for messages: a managed project's guest or a local CLI target.
+    client: &'static str,
 }
 
 impl MemSource {
     /// A Windows computer's files under `root` (a `path.win32` path), not realpath-resolved.
     pub fn windows(root: impl Into<String>, tree: MemTree) -> MemSource {
-        MemSource { root: root.into(), tree, environment: Environment::Running }
+        MemSource { root: root.into(), tree, environment: Environment::Running, client: "local target" }
+    }
+
+    /// A POSIX computer's files under `root`, reached through the local CLI's file client (seed
+    /// 000, "Local CLI instruction sources"): lexical POSIX paths, not realpath-resolved on the
+    /// daemon, and so every symlink entry is refused, as in a managed guest (decision D-LOCAL-4).
+    pub fn local_posix(root: impl Into<String>, tree: MemTree) -> MemSource {
+        MemSource { root: root.into(), tree, environment: Environment::Running, client: "local target" }
     }
 
     /// A managed project's guest files under `root` (a lexical POSIX path).
     pub fn managed(root: impl Into<String>, tree: MemTree, environment: Environment) -> MemSource {
-        MemSource { root: root.into(), tree, environment }
+        MemSource { root: root.into(), tree, environment, client: "managed project" }
     }
 
     /// The path rules of the tree.
@@ -912,7 +938,7 @@ impl MemSource {
             None | Some(Node::Dir) => ReadOutcome::Absent,
             Some(Node::Symlink(_)) => ReadOutcome::Refused(
                 Code::InstructionModuleEscape,
-                format!("'{path}' is a symlink in a managed project (symlink entries are refused)"),
+                format!("'{path}' is a symlink in a {} (symlink entries are refused)", self.client),
             ),
             Some(Node::File(bytes)) if bytes.len() as u64 > cap => oversized(path, bytes.len() as u64, cap),
             Some(Node::File(bytes)) => ReadOutcome::Bytes(bytes.clone()),
