@@ -339,6 +339,7 @@ mod tests {
     #[case("---\n  paths: [1]\n---\n", Code::PathNotAString, 2)]
     #[case("---\npaths: \"a\n  name: b\"\nname: 1\n---\n", Code::FrontmatterUnknownKey, 4)]
     #[case("---\npaths: [a] # name: 1\nname: 1\n---\n", Code::FrontmatterUnknownKey, 3)]
+    #[case("---\npaths: {name: 1}\nname: 2\n---\n", Code::FrontmatterUnknownKey, 3)]
     fn refused(#[case] text: &str, #[case] code: Code, #[case] line: u32) {
         let r = parse(text).unwrap_err();
         assert_eq!((r.code, r.line), (code, line), "{}", r.message);
