@@ -119,14 +119,67 @@ fn split(text: &str) -> Result<Option<(&str, &str)>, Refusal> {
     ))
 }
 
-/// The 1-based file line of the first frontmatter line that starts with `key:`, else line 1.
+/// The 1-based file line of the top-level key `key` (D-FM-11: the line of the offending key, or
+/// of the `paths` key), else line 1. Only a top-level key counts: in a block mapping a key at the
+/// document's own indentation, plain or quoted (`"paths":`); in a flow mapping document
+/// (`{paths: [...]}`, on one line or several) a key right after its `{` or a `,` at its first
+/// level. A same-named key nested deeper (`paths:\n  name: 1\nname: 2`), a comment and a quoted
+/// string are never taken for it.
 fn key_line(yaml: &str, key: &str) -> usize {
-    yaml.lines()
-        .position(|l| {
-            let l = l.trim_start();
-            l.strip_prefix(key).is_some_and(|r| r.trim_start().starts_with(':'))
-        })
-        .map_or(1, |i| i + 2)
+    let mut base: Option<usize> = None;
+    let mut flow_doc: Option<bool> = None;
+    let mut stack: Vec<char> = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut expect = false;
+    for (i, line) in yaml.lines().enumerate() {
+        if quote.is_none() && stack.is_empty() {
+            let text = line.trim_start_matches([' ', '\t']);
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - text.len();
+            flow_doc.get_or_insert(text.starts_with('{'));
+            expect = indent == *base.get_or_insert(indent);
+        }
+        let flow_doc = flow_doc == Some(true);
+        let mut escaped = false;
+        let mut prev = ' ';
+        for (j, c) in line.char_indices() {
+            if expect && quote.is_none() && !matches!(c, ' ' | '\t') {
+                expect = false;
+                if c != '#' && starts_with_key(line.get(j..).unwrap_or(""), key) {
+                    return i + 2;
+                }
+            }
+            match (quote, c) {
+                (Some('"'), _) if escaped => escaped = false,
+                (Some('"'), '\\') => escaped = true,
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') if matches!(prev, ' ' | '\t') => break,
+                (None, '{') => {
+                    stack.push('{');
+                    expect = flow_doc && stack.len() == 1;
+                }
+                (None, '[') => stack.push('['),
+                (None, '}' | ']') => {
+                    stack.pop();
+                }
+                (None, ',') => expect = flow_doc && stack == ['{'],
+                _ => {}
+            }
+            prev = c;
+        }
+    }
+    1
+}
+
+/// Whether `text` starts with the mapping key `key`, plain or quoted, and then its `:`.
+fn starts_with_key(text: &str, key: &str) -> bool {
+    let quoted = |q: char| text.strip_prefix(q).and_then(|r| r.strip_prefix(key)).and_then(|r| r.strip_prefix(q));
+    let rest = quoted('"').or_else(|| quoted('\'')).or_else(|| text.strip_prefix(key));
+    rest.is_some_and(|r| r.trim_start_matches([' ', '\t']).starts_with(':'))
 }
 
 fn key_name(v: &Value) -> String {
@@ -278,6 +331,15 @@ mod tests {
     #[case("---\npaths: [\"\"]\n---\n", Code::PathEmpty, 2)]
     #[case("---\npaths: [\" \"]\n---\n", Code::PathEmpty, 2)]
     #[case("---\npaths: [\"/a\"]\n---\n", Code::GlobAbsolute, 2)]
+    #[case("---\n# scope\n\"paths\": [1]\n---\n", Code::PathNotAString, 3)]
+    #[case("---\n# scope\n{paths: []}\n---\n", Code::PathsEmpty, 3)]
+    #[case("---\n{\n  'paths': [1],\n}\n---\n", Code::PathNotAString, 3)]
+    #[case("---\n{paths: [a], name: x}\n---\n", Code::FrontmatterUnknownKey, 2)]
+    #[case("---\npaths:\n  name: 1\nname: 2\n---\n", Code::FrontmatterUnknownKey, 4)]
+    #[case("---\n  paths: [1]\n---\n", Code::PathNotAString, 2)]
+    #[case("---\npaths: \"a\n  name: b\"\nname: 1\n---\n", Code::FrontmatterUnknownKey, 4)]
+    #[case("---\npaths: [a] # name: 1\nname: 1\n---\n", Code::FrontmatterUnknownKey, 3)]
+    #[case("---\npaths: {name: 1}\nname: 2\n---\n", Code::FrontmatterUnknownKey, 3)]
     fn refused(#[case] text: &str, #[case] code: Code, #[case] line: u32) {
         let r = parse(text).unwrap_err();
         assert_eq!((r.code, r.line), (code, line), "{}", r.message);

@@ -105,9 +105,11 @@ fn rules() -> &'static [Rule] {
             (r"\bsk-[A-Za-z0-9_-]{20,}", "[REDACTED]"),
             (r"\bxox[abprs]-[A-Za-z0-9-]{10,}", "[REDACTED]"),
             // The NAME is matched whatever its case: `password=x` is as much a credential as
-            // `PASSWORD=x` (D-RF-REDACT-3).
+            // `PASSWORD=x` (D-RF-REDACT-3). The value is the rest of the line, spaces and quotes
+            // included (`PASSWORD="a b"`): taking its first word would leak its tail
+            // (D-RF-REDACT-4). Nothing here crosses a line end, and a CRLF's CR is kept.
             (
-                r"(?m)^(\s*(?:export\s+)?(?i:[A-Z0-9_]*(?:PASSWORD|SECRET|TOKEN|API_KEY)[A-Z0-9_]*)\s*=\s*)\S+",
+                r"(?m)^([ \t]*(?:export[ \t]+)?(?i:[A-Z0-9_]*(?:PASSWORD|SECRET|TOKEN|API_KEY)[A-Z0-9_]*)[ \t]*=[ \t]*)[^\r\n]+",
                 "${1}[REDACTED]",
             ),
         ];
@@ -234,6 +236,9 @@ mod tests {
     #[case("use sk-abcdefghijklmnopqrstuvwx now", "use [REDACTED] now")]
     #[case("the token is in the vault", "the token is in the vault")]
     #[case("a\n-----BEGIN PRIVATE KEY-----\nMIIE\nabc", "a\n[REDACTED PRIVATE KEY]\n")]
+    #[case("DB_PASSWORD=\"a b\"\nok\n", "DB_PASSWORD=[REDACTED]\nok\n")]
+    #[case("SECRET = two words\r\nok\r\n", "SECRET = [REDACTED]\r\nok\r\n")]
+    #[case("PASSWORD=\nnext line\n", "PASSWORD=\nnext line\n")]
     fn redaction(#[case] text: &str, #[case] want: &str) {
         assert_eq!(redact(text), want);
     }

@@ -566,8 +566,11 @@ impl HostSource {
                 Code::InstructionModuleEscape,
                 format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
             ),
-            // The root file follows links as the open does: a dangling one is no file.
-            Err(Fail::Missing { link: true }) if confined => {
+            // A dangling link is present (it is no directory) and is refused, confined or not: the
+            // modules profile's root file follows links anywhere, but a root AGENTS.md whose link
+            // leads nowhere wins its name priority and is reported, never silently no file
+            // (D-ROOT-3, as D-CAP-2 for modules and D-RF-READ-1 for the root-file profile).
+            Err(Fail::Missing { link: true }) => {
                 refused(Code::FileUnreadable, format!("'{path}' is a link that does not resolve"))
             }
             Err(Fail::Missing { .. }) => Err(ReadOutcome::Absent),

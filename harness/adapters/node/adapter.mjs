@@ -40,7 +40,8 @@ const denied = (rel) => {
 };
 
 // Redaction "like a tool result" (D-RF-REDACT-1, -3), applied to the kept text only. The NAME of a
-// NAME=value line is matched whatever its case (D-RF-REDACT-3).
+// NAME=value line is matched whatever its case (D-RF-REDACT-3), and its value is the rest of the line
+// (D-RF-REDACT-4).
 const redact = (text) => text
   .replace(/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----|[\s\S]*$)/g,
     (m) => (m.includes('-----END ') ? '[REDACTED PRIVATE KEY]' : '[REDACTED PRIVATE KEY]\n'))
@@ -48,7 +49,7 @@ const redact = (text) => text
   .replace(/\bgh[pousr]_[A-Za-z0-9]{36,}\b/g, '[REDACTED]')
   .replace(/\bsk-[A-Za-z0-9_-]{20,}/g, '[REDACTED]')
   .replace(/\bxox[abprs]-[A-Za-z0-9-]{10,}/g, '[REDACTED]')
-  .replace(/^(\s*(?:export\s+)?[A-Za-z0-9_]*(?:PASSWORD|SECRET|TOKEN|API_KEY)[A-Za-z0-9_]*=)[^\r\n]*/gim,
+  .replace(/^([ \t]*(?:export[ \t]+)?[A-Za-z0-9_]*(?:PASSWORD|SECRET|TOKEN|API_KEY)[A-Za-z0-9_]*[ \t]*=[ \t]*)[^\r\n]+/gim,
     '$1[REDACTED]');
 
 class Refusal extends Error {}
