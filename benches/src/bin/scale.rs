@@ -152,7 +152,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             cc.push(c);
         }
         // The first trigger of each loads the touched path's modules; the rest are re-triggers.
-        let skip = |v: Vec<f64>| if new_paths || v.len() < 2 { v } else { v[1..].to_vec() };
+        let skip = |v: Vec<f64>| if new_paths || v.len() < 2 { v } else { v.get(1..).unwrap_or_default().to_vec() };
         let (uw, uc, cw, cc) = (median(skip(uw)), median(skip(uc)), median(skip(cw)), median(skip(cc)));
         let ratio = |a: f64, b: f64| if b > 0.0 { (a / b * 10.0).round() / 10.0 } else { 0.0 };
         println!(
