@@ -176,7 +176,10 @@ pub fn wire_diagnostics(diags: Vec<Diagnostic>) -> Vec<WireDiagnostic> {
 }
 
 fn wire_files(files: Vec<StartupFile>) -> Vec<WireFile> {
-    files.into_iter().map(|f| WireFile { path: f.path, kind: f.kind, sha256: f.sha256, content: f.content }).collect()
+    files
+        .into_iter()
+        .map(|f| WireFile { path: f.path, kind: f.kind, sha256: f.sha256, content: f.content.to_string() })
+        .collect()
 }
 
 fn wire_activation(a: Activation) -> WireActivation {

@@ -6,10 +6,18 @@
 //! The uncached walk of [`crate::discover`] stays the definition, and the cache must give the
 //! same observations: every trigger still visits every folder and every module file, but asks
 //! each only for its identity ([`Ident`]: device, inode, kind, size, modification and change
-//! time, one `fstatat` below the held root that opens nothing). A folder is relisted only when
-//! its own identity changed (an entry added, removed or renamed changes it); a file is reread
-//! and parsed again only when its identity changed; the compiled glob index is rebuilt only when
-//! some module's outcome did.
+//! time). The kept tree mirrors the rules tree, and a trigger walks it from the top down,
+//! looking at each folder and each module file with one `fstatat` (last component not followed,
+//! nothing opened) below the nearest held directory handle: the rules folder's, one per folder
+//! of the first wide level, and a new one every [`REOPEN_EVERY`] levels further down, so that
+//! a lookup walks at most that many components (opening a handle per folder costs about three
+//! lookups' worth: measured, benches/README.md). A folder is
+//! relisted only when its own identity changed (an entry added, removed or renamed changes it);
+//! a file is reread and parsed again only when its identity changed; the modules and their
+//! compiled glob index are rebuilt only when some outcome did, else the last ones are answered
+//! as they are. The walk is shared out over the reference's threads as discovery is, and holds
+//! a bounded number of handles: the parents of one level of fewer than
+//! [`discover::PARALLEL_DIRS_FROM`] folders, then one chain of folders per thread.
 //!
 //! Three guards keep it the definition's equal:
 //!
@@ -23,10 +31,20 @@
 //! 3. Confinement is not weakened: identities only decide whether a version read before may be
 //!    reused. Every listing and every read still goes through the confined source (held
 //!    directory handles, `openat2(RESOLVE_BENEATH)` or the reference's walk), so nothing reaches
-//!    content by a path string. Folders are checked from the top down and a folder is trusted
-//!    only while its parent is, so an identity asked through a folder that was swapped for a
-//!    link is the identity of a folder that changed (a rename changes the renamed folder's
-//!    change time): it is relisted, through the confined source, which refuses the link.
+//!    content by a path string or by the revalidation's handles, which only ever ask for
+//!    metadata. The rules folder's handle is opened through real directories only; every other
+//!    lookup passes only folders checked before it in the same walk (top down) and trusted: a
+//!    trusted folder's entries are the ones it was listed with, since replacing, renaming or
+//!    linking an entry changes the folder's own change time, which no caller can set back. A
+//!    lookup that passes a folder swapped for a link meanwhile answers the identity of another
+//!    entry or none, which matches nothing kept, so the entry is relisted or reread through the
+//!    confined source, which refuses the link; a folder that is not trusted is relisted, and
+//!    what it holds is checked again below it the same way. One window stays, and it reads
+//!    nothing: a folder moved away and replaced by a link to it between the check of its parent
+//!    and the lookups below it, within one walk, lets that walk keep the versions read before
+//!    (inside the root, by the confined source) of the entries that moved; the next check sees
+//!    the parent's change. A handle per folder would close it at about three lookups' cost.
+//!    Should a worker fail, the kept tree is dropped and the definition's walk answers.
 //!
 //! Nested instruction files are kept per folder the same way: the folder's identity decides
 //! whether its winning name still wins, the winner's identity whether its content is the one
@@ -36,38 +54,83 @@
 //! there the cache is not used and every trigger walks as the definition does.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use rustix::fd::OwnedFd;
+
 use crate::config::Config;
+use crate::confine::{open_subdir, stat_entry, stat_handle};
 use crate::diag::Diagnostic;
 use crate::discover::{self, Listed, Loaded, Modules, Parsed};
 use crate::glob::CompiledRules;
-use crate::relpath::RelPath;
+use crate::relpath::{Platform, RelPath};
 use crate::resolver;
 use crate::source::{Entry, EntryKind, Ident, Source};
 
-/// One folder of the rules tree as last listed.
+/// One folder of the rules tree as last listed, and what it holds.
 #[derive(Debug)]
-struct CachedDir {
-    ident: Ident,
+struct DirNode {
+    /// Its name in its parent (empty for the rules folder itself).
+    name: Box<str>,
+    /// Its identity when it was listed; `None`: never listed, or listed without an identity
+    /// (its handle could not be opened), so it is listed again at the next check.
+    ident: Option<Ident>,
     /// Changed within the timestamp granularity of the check that listed it: list it again.
     racy: bool,
-    entries: Arc<[Entry]>,
-    /// The pass that last visited it; what a pass did not visit is gone.
-    seen: AtomicU64,
+    /// The listing failed: its diagnostic, if it gave one; the folder then holds nothing.
+    failed: Option<Option<Diagnostic>>,
+    /// The sub-folders the walk enters, in listing order.
+    dirs: Vec<DirNode>,
+    /// The module files listed as regular files, in listing order.
+    files: Vec<FileNode>,
+    /// The links (classified again at every check) and the module names that are no regular
+    /// file, in listing order: the entries that report or may turn into a module.
+    specials: Vec<Special>,
 }
 
-/// One module file as last read.
+/// One module file listed as a regular file, as last read.
 #[derive(Debug)]
-struct CachedFile {
-    /// `None`: never trusted (a module reached through a link, or a file that is no regular
-    /// file any more); it is read again on every pass.
+struct FileNode {
+    name: Box<str>,
+    /// Its identity, taken before the read; `None`: not trusted (it was no regular file when
+    /// looked at), read again at every check.
     ident: Option<Ident>,
     racy: bool,
-    parsed: Arc<Parsed>,
-    seen: AtomicU64,
+    /// The outcome; `None` before the first read.
+    parsed: Option<Parsed>,
+}
+
+/// A link entry, or a module name that is neither a regular file nor a folder.
+#[derive(Debug)]
+struct Special {
+    name: Box<str>,
+    /// What it is at this check; `None`: it went away (a link judged again and found gone).
+    kind: Option<EntryKind>,
+    /// The module it leads to at this check (a link to a file inside, read every time).
+    parsed: Option<Parsed>,
+}
+
+impl DirNode {
+    fn new(name: &str) -> DirNode {
+        DirNode {
+            name: name.into(),
+            ident: None,
+            racy: false,
+            failed: None,
+            dirs: Vec::new(),
+            files: Vec::new(),
+            specials: Vec::new(),
+        }
+    }
+
+    /// Whether two listings of one folder hold the same entries, as the walk sorts them.
+    fn same_listing(&self, other: &DirNode) -> bool {
+        self.failed == other.failed
+            && self.dirs.iter().map(|d| &d.name).eq(other.dirs.iter().map(|d| &d.name))
+            && self.files.iter().map(|f| &f.name).eq(other.files.iter().map(|f| &f.name))
+            && self.specials.iter().map(|s| (&s.name, &s.kind)).eq(other.specials.iter().map(|s| (&s.name, &s.kind)))
+    }
 }
 
 /// One folder's nested instruction file as last looked up.
@@ -84,13 +147,12 @@ struct CachedNested {
 /// [`Config::discovery_cache`] is on).
 #[derive(Debug, Default)]
 pub(crate) struct DiscoveryCache {
-    dirs: HashMap<RelPath, CachedDir>,
-    files: HashMap<RelPath, CachedFile>,
+    /// The rules folder as last walked; `None` when it was not walkable.
+    tree: Option<DirNode>,
     nested: HashMap<RelPath, CachedNested>,
-    /// The diagnostics of the last pass's listings, and what it answered.
-    walk_diags: Vec<Diagnostic>,
+    /// The diagnostics of the last check of the rules folder's own path, and what it answered.
+    top_diags: Vec<Diagnostic>,
     last: Option<Arc<Modules>>,
-    pass: u64,
 }
 
 /// The time a check starts, in nanoseconds since the epoch, less the granularity: an entry last
@@ -103,17 +165,214 @@ fn racy_from(granularity: Duration) -> i128 {
 fn is_link(kind: &EntryKind) -> bool {
     matches!(
         kind,
-        EntryKind::LinkInsideFile | EntryKind::LinkInsideDir | EntryKind::LinkOutside | EntryKind::LinkBroken(_)
+        EntryKind::LinkInsideFile
+            | EntryKind::LinkInsideDir
+            | EntryKind::LinkOutside
+            | EntryKind::LinkBroken(_)
+            | EntryKind::LinkRefused
     )
 }
 
-/// What revisiting one folder found, and what the cache must learn from it.
-#[derive(Default)]
-struct Visit {
-    listed: Listed,
-    dir: Option<(RelPath, CachedDir)>,
-    /// Files read again: path, new state, whether the outcome differs from the one kept.
-    files: Vec<(RelPath, CachedFile, bool)>,
+/// The root-relative path of `name` in the folder `dir` (both from listings, so normal).
+fn child_path(dir: &str, name: &str) -> RelPath {
+    RelPath::trusted(&format!("{dir}/{name}"))
+}
+
+/// One check's fixed inputs.
+struct Check<'a> {
+    source: &'a Source,
+    config: &'a Config,
+    platform: Platform,
+    racy: i128,
+}
+
+/// How many levels below a handle the revalidation looks before it opens the next handle.
+const REOPEN_EVERY: usize = 8;
+
+/// A folder of one level of the walk, with its parent's handle to open it from.
+struct Item<'t> {
+    node: &'t mut DirNode,
+    parent: Option<Arc<OwnedFd>>,
+    path: String,
+}
+
+impl Check<'_> {
+    /// Checks one folder and its files and specials, not its sub-folders: the folder is `rel`
+    /// below the handle `fd` (`rel` empty: `fd` is the folder's own handle), and each lookup
+    /// starts from that handle. Answers whether any outcome changed.
+    fn folder(&self, node: &mut DirNode, fd: Option<&OwnedFd>, rel: &mut String, path: &str) -> bool {
+        let stat = |rel: &str| {
+            let fd = fd?;
+            let st = if rel.is_empty() { stat_handle(fd) } else { stat_entry(fd, rel) };
+            st.ok().map(|st| Ident::of(&st))
+        };
+        let ident = stat(rel).filter(Ident::is_dir);
+        let trusted = ident.is_some() && ident == node.ident && !node.racy;
+        let mut changed = false;
+        if !trusted {
+            changed |= self.relist(node, ident, path);
+        }
+        let len = rel.len();
+        for file in &mut node.files {
+            if len > 0 {
+                rel.push('/');
+            }
+            rel.push_str(&file.name);
+            let now = stat(rel).filter(Ident::is_file);
+            rel.truncate(len);
+            if file.parsed.is_some() && now.is_some() && now == file.ident && !file.racy {
+                continue;
+            }
+            let parsed = discover::parse_one(self.source, self.config, &child_path(path, &file.name), true);
+            changed |= file.parsed.as_ref() != Some(&parsed);
+            file.ident = now;
+            file.racy = now.is_some_and(|i| i.changed_ns() >= self.racy);
+            file.parsed = Some(parsed);
+        }
+        for special in &mut node.specials {
+            let at = child_path(path, &special.name);
+            let kind = match &special.kind {
+                Some(kind) if !is_link(kind) => Some(kind.clone()),
+                // A link's target can change while the folder does not: judge it again.
+                _ if trusted => self.source.entry_kind(&at),
+                listed => listed.clone(),
+            };
+            let module = discover::is_module_name(self.platform, &special.name, &self.config.module_extension);
+            let parsed = (module && kind == Some(EntryKind::LinkInsideFile))
+                .then(|| discover::parse_one(self.source, self.config, &at, false));
+            changed |= kind != special.kind || parsed != special.parsed;
+            special.kind = kind;
+            special.parsed = parsed;
+        }
+        changed
+    }
+
+    /// Lists `node` again through the confined source, keeping what it held before under the
+    /// same names (their identities are checked next). Answers whether the listing differs.
+    fn relist(&self, node: &mut DirNode, ident: Option<Ident>, path: &str) -> bool {
+        let mut fresh = DirNode::new(&node.name);
+        fresh.ident = ident;
+        fresh.racy = ident.is_some_and(|i| i.changed_ns() >= self.racy);
+        match self.source.list(Some(&RelPath::trusted(path))) {
+            Err(diag) => fresh.failed = Some(diag),
+            Ok(entries) => {
+                let mut old_dirs: HashMap<Box<str>, DirNode> =
+                    std::mem::take(&mut node.dirs).into_iter().map(|d| (d.name.clone(), d)).collect();
+                let mut old_files: HashMap<Box<str>, FileNode> =
+                    std::mem::take(&mut node.files).into_iter().map(|f| (f.name.clone(), f)).collect();
+                for Entry { name, kind } in entries {
+                    let module = discover::is_module_name(self.platform, &name, &self.config.module_extension);
+                    match kind {
+                        EntryKind::Dir => {
+                            fresh.dirs.push(old_dirs.remove(name.as_str()).unwrap_or_else(|| DirNode::new(&name)));
+                        }
+                        EntryKind::File if module => {
+                            fresh.files.push(old_files.remove(name.as_str()).unwrap_or(FileNode {
+                                name: name.into(),
+                                ident: None,
+                                racy: false,
+                                parsed: None,
+                            }))
+                        }
+                        kind if is_link(&kind) || (kind == EntryKind::Other && module) => {
+                            fresh.specials.push(Special { name: name.into(), kind: Some(kind), parsed: None });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let differs = !fresh.same_listing(node);
+        // The specials' modules are read by the caller; keep the last ones to compare with.
+        for special in &mut fresh.specials {
+            if let Some(old) = node.specials.iter_mut().find(|s| s.name == special.name) {
+                special.parsed = old.parsed.take();
+            }
+        }
+        *node = fresh;
+        differs
+    }
+
+    /// Checks `node` and everything below it, depth first: `node` is `rel` below the handle
+    /// `fd`, `levels` folders down from it. A new handle is opened every [`REOPEN_EVERY`]
+    /// levels, so that a lookup walks a few components, and one chain of handles is open.
+    fn subtree(
+        &self,
+        node: &mut DirNode,
+        fd: Option<&OwnedFd>,
+        rel: &mut String,
+        levels: usize,
+        path: &mut String,
+    ) -> bool {
+        let mut changed = self.folder(node, fd, rel, path);
+        let (rel_len, path_len) = (rel.len(), path.len());
+        for child in &mut node.dirs {
+            path.push('/');
+            path.push_str(&child.name);
+            if rel_len > 0 {
+                rel.push('/');
+            }
+            rel.push_str(&child.name);
+            if levels + 1 >= REOPEN_EVERY {
+                let handle = fd.and_then(|fd| open_subdir(fd, rel).ok());
+                changed |= self.subtree(child, handle.as_ref(), &mut String::new(), 0, path);
+            } else {
+                changed |= self.subtree(child, fd, rel, levels + 1, path);
+            }
+            rel.truncate(rel_len);
+            path.truncate(path_len);
+        }
+        changed
+    }
+
+    /// Checks the whole tree below `root` (its handle `fd`): level by level while levels are
+    /// narrow, then each folder of the first wide level with its subtree, on several threads.
+    /// `None` when a worker failed (the caller then answers the definition's walk).
+    fn tree(&self, root: &mut DirNode, fd: Option<Arc<OwnedFd>>, path: &str) -> Option<bool> {
+        let mut changed = self.folder(root, fd.as_deref(), &mut String::new(), path);
+        let mut level: Vec<Item<'_>> = root
+            .dirs
+            .iter_mut()
+            .map(|node| {
+                let path = format!("{path}/{}", node.name);
+                Item { node, parent: fd.clone(), path }
+            })
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(4);
+        while !level.is_empty() {
+            if level.len() >= discover::PARALLEL_DIRS_FROM && threads > 1 {
+                let chunk = level.len().div_ceil(threads);
+                let results = std::thread::scope(|scope| {
+                    let handles: Vec<_> = level
+                        .chunks_mut(chunk)
+                        .map(|part| scope.spawn(move || part.iter_mut().fold(false, |c, item| c | self.item(item))))
+                        .collect();
+                    handles.into_iter().map(|h| h.join().ok()).collect::<Vec<_>>()
+                });
+                for r in results {
+                    changed |= r?;
+                }
+                break;
+            }
+            let mut next = Vec::new();
+            for Item { node, parent, path } in level {
+                let own = parent.and_then(|p| open_subdir(&p, &node.name).ok()).map(Arc::new);
+                changed |= self.folder(node, own.as_deref(), &mut String::new(), &path);
+                for child in &mut node.dirs {
+                    let path = format!("{path}/{}", child.name);
+                    next.push(Item { node: child, parent: own.clone(), path });
+                }
+            }
+            level = next;
+        }
+        Some(changed)
+    }
+
+    fn item(&self, item: &mut Item<'_>) -> bool {
+        let own = item.parent.as_ref().and_then(|p| open_subdir(p, &item.node.name).ok());
+        let mut path = std::mem::take(&mut item.path);
+        self.subtree(item.node, own.as_ref(), &mut String::new(), 0, &mut path)
+    }
 }
 
 impl DiscoveryCache {
@@ -123,141 +382,86 @@ impl DiscoveryCache {
     }
 
     /// The rule modules, as [`discover::modules`] finds them, revalidated against what the
-    /// last pass kept.
+    /// last check kept.
     pub(crate) fn modules(&mut self, source: &Source, config: &Config) -> Arc<Modules> {
-        if !matches!(source, Source::Host(_)) {
+        let Source::Host(host) = source else {
             return Arc::new(discover::modules(source, config));
-        }
-        self.pass += 1;
-        let pass = self.pass;
-        let racy = racy_from(config.timestamp_granularity);
-        let mut diags = Vec::new();
+        };
+        let check =
+            Check { source, config, platform: source.platform(), racy: racy_from(config.timestamp_granularity) };
+        let mut top = Vec::new();
         let mut changed = self.last.is_none();
-        let mut level = Vec::new();
-        if discover::rules_dir_walkable(source, config, &mut diags) {
-            level.push(config.rules_dir.clone());
-        }
-        while !level.is_empty() {
-            let visits = discover::par_chunks(&level, discover::PARALLEL_DIRS_FROM, |part| {
-                part.iter().map(|dir| self.visit(source, config, dir, pass, racy)).collect::<Vec<_>>()
-            });
-            let mut next = Vec::new();
-            for visit in visits.into_iter().flatten() {
-                next.extend(visit.listed.dirs);
-                diags.extend(visit.listed.diags);
-                if let Some((path, dir)) = visit.dir {
-                    self.dirs.insert(path, dir);
-                }
-                for (path, file, differs) in visit.files {
-                    changed |= differs;
-                    self.files.insert(path, file);
+        if discover::rules_dir_walkable(source, config, &mut top) {
+            let root = self.tree.get_or_insert_with(|| DirNode::new(""));
+            let fd = host.dir_handle(&config.rules_dir);
+            match check.tree(root, fd, config.rules_dir.as_str()) {
+                Some(c) => changed |= c,
+                None => {
+                    // A worker failed: what it kept is not to be trusted.
+                    self.tree = None;
+                    self.last = None;
+                    return Arc::new(discover::modules(source, config));
                 }
             }
-            level = next;
+        } else {
+            changed |= self.tree.take().is_some();
         }
-        self.dirs.retain(|_, d| d.seen.load(Ordering::Relaxed) == pass);
-        let before = self.files.len();
-        self.files.retain(|_, f| f.seen.load(Ordering::Relaxed) == pass);
-        changed |= self.files.len() != before || diags != self.walk_diags;
+        changed |= top != self.top_diags;
         match &self.last {
             Some(last) if !changed => Arc::clone(last),
             _ => {
-                let built = Arc::new(self.build(source, diags.clone()));
-                self.walk_diags = diags;
+                let built = Arc::new(self.build(source, config, top.clone()));
+                self.top_diags = top;
                 self.last = Some(Arc::clone(&built));
                 built
             }
         }
     }
 
-    /// Revisits one folder: its entries as kept when its identity is unchanged (links classified
-    /// again), else as listed now; and each module file's outcome.
-    fn visit(&self, source: &Source, config: &Config, dir: &RelPath, pass: u64, racy: i128) -> Visit {
-        let mut visit = Visit::default();
-        let ident = source.identity(dir).filter(Ident::is_dir);
-        let kept = self.dirs.get(dir).filter(|d| Some(d.ident) == ident && !d.racy);
-        let entries = match kept {
-            Some(d) => {
-                d.seen.store(pass, Ordering::Relaxed);
-                Arc::clone(&d.entries)
-            }
-            None => match source.list(Some(dir)) {
-                Ok(list) => {
-                    let entries: Arc<[Entry]> = list.into();
-                    if let Some(ident) = ident {
-                        let cached = CachedDir {
-                            ident,
-                            racy: ident.changed_ns() >= racy,
-                            entries: Arc::clone(&entries),
-                            seen: AtomicU64::new(pass),
-                        };
-                        visit.dir = Some((dir.clone(), cached));
-                    }
-                    entries
-                }
-                Err(diag) => {
-                    visit.listed.diags.extend(diag);
-                    return visit;
-                }
-            },
-        };
+    /// The modules of the kept outcomes: the walk's diagnostics in the walk's order (level by
+    /// level, each folder's entries in listing order), then the modules ordered by path, with
+    /// one compiled glob index built on as many threads as discovery uses.
+    fn build(&self, source: &Source, config: &Config, mut diagnostics: Vec<Diagnostic>) -> Modules {
         let platform = source.platform();
-        for entry in entries.iter() {
-            if kept.is_some() && is_link(&entry.kind) {
-                // A link's target can change while the folder does not: judge it again.
-                let Some(path) = dir.join(&entry.name) else { continue };
-                let Some(kind) = source.entry_kind(&path) else { continue };
-                let fresh = Entry { name: entry.name.clone(), kind };
-                discover::sort_entry(platform, config, dir, &fresh, &mut visit.listed);
-            } else {
-                discover::sort_entry(platform, config, dir, entry, &mut visit.listed);
+        let mut parsed: Vec<&Parsed> = Vec::new();
+        let mut level: Vec<(&DirNode, String)> =
+            self.tree.iter().map(|t| (t, config.rules_dir.as_str().to_string())).collect();
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for (node, path) in level {
+                if let Some(diag) = &node.failed {
+                    diagnostics.extend(diag.iter().cloned());
+                }
+                let dir = RelPath::trusted(&path);
+                for special in &node.specials {
+                    let Some(kind) = &special.kind else { continue };
+                    let mut listed = Listed::default();
+                    discover::sort_entry(
+                        platform,
+                        config,
+                        &dir,
+                        &Entry { name: special.name.to_string(), kind: kind.clone() },
+                        &mut listed,
+                    );
+                    diagnostics.extend(listed.diags);
+                    parsed.extend(special.parsed.iter());
+                }
+                parsed.extend(node.files.iter().filter_map(|f| f.parsed.as_ref()));
+                for child in &node.dirs {
+                    next.push((child, format!("{path}/{}", child.name)));
+                }
+            }
+            level = next;
+        }
+        fn key(p: &Parsed) -> Option<&str> {
+            match p {
+                Parsed::Unconditional(m) | Parsed::Conditional(m, _) => Some(m.path.as_str()),
+                Parsed::Refused(d) => Some(d.path.as_str()),
+                Parsed::Absent => None,
             }
         }
-        for (path, plain) in &visit.listed.files {
-            if let Some(update) = self.file(source, config, path, *plain, pass, racy) {
-                visit.files.push(update);
-            }
-        }
-        visit
-    }
-
-    /// One module file: `None` when the kept outcome still holds, else the outcome read now.
-    fn file(
-        &self,
-        source: &Source,
-        config: &Config,
-        path: &RelPath,
-        plain: bool,
-        pass: u64,
-        racy: i128,
-    ) -> Option<(RelPath, CachedFile, bool)> {
-        let kept = self.files.get(path);
-        // Taken before the read: should the file change meanwhile, the next check sees another
-        // identity and reads it again.
-        let ident = if plain { source.identity(path).filter(Ident::is_file) } else { None };
-        if let (Some(ident), Some(k)) = (ident, kept) {
-            if k.ident == Some(ident) && !k.racy {
-                k.seen.store(pass, Ordering::Relaxed);
-                return None;
-            }
-        }
-        let parsed = discover::parse_one(source, config, path, plain);
-        let differs = kept.is_none_or(|k| *k.parsed != parsed);
-        let cached = CachedFile {
-            ident,
-            racy: ident.is_some_and(|i| i.changed_ns() >= racy),
-            parsed: Arc::new(parsed),
-            seen: AtomicU64::new(pass),
-        };
-        Some((path.clone(), cached, differs))
-    }
-
-    /// The modules of the kept outcomes, ordered by path, with one compiled glob index built on
-    /// as many threads as discovery uses.
-    fn build(&self, source: &Source, mut diagnostics: Vec<Diagnostic>) -> Modules {
-        let mut files: Vec<(&RelPath, &Parsed)> = self.files.iter().map(|(p, f)| (p, &*f.parsed)).collect();
+        let mut files: Vec<(&str, &Parsed)> = parsed.into_iter().filter_map(|p| key(p).map(|k| (k, p))).collect();
         files.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        let platform = source.platform();
         let shares = discover::par_chunks(&files, discover::PARALLEL_FROM, |part| {
             (discover::compile_share(platform, part.iter().map(|(_, p)| *p)), part.len())
         });

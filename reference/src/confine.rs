@@ -365,6 +365,13 @@ impl Root {
         rfs::statat(&*self.fd, rel, AtFlags::SYMLINK_NOFOLLOW)
     }
 
+    /// A handle on the directory `names` below the root, opened one component at a time without
+    /// following any link (a link on the way refuses it). Only to look at entries by name from
+    /// ([`stat_entry`], [`open_subdir`]): the discovery cache's revalidation, which reads nothing.
+    pub(crate) fn dir_handle(&self, names: &[OsString]) -> Option<Arc<OwnedFd>> {
+        self.open_strict(names, false).ok().map(|place| place.fd)
+    }
+
     /// The flags of a directory handle to walk or look from.
     pub(crate) fn walk_flags() -> OFlags {
         dir_flags()
@@ -570,6 +577,24 @@ impl Root {
 fn slash() -> Result<Place, Fail> {
     let fd = rfs::open("/", dir_flags(), Mode::empty()).map_err(Fail::Io)?;
     Ok(Place { base: Base::Slash, names: Vec::new(), fd: Arc::new(fd) })
+}
+
+/// Opens the directory `rel` below the directory handle `dir` as a handle to look from (only
+/// to look from: the discovery cache's revalidation, which reads nothing through it), not
+/// following a final link (a link or anything but a directory there refuses it).
+pub(crate) fn open_subdir(dir: &OwnedFd, rel: &str) -> Result<OwnedFd, Errno> {
+    open_dir(dir, OsStr::new(rel))
+}
+
+/// The metadata of the entry `rel` below the directory handle `dir`, its last component not
+/// followed: nothing opened.
+pub(crate) fn stat_entry(dir: &OwnedFd, name: &str) -> Result<Stat, Errno> {
+    rfs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+}
+
+/// The metadata of the file a handle holds.
+pub(crate) fn stat_handle(fd: &OwnedFd) -> Result<Stat, Errno> {
+    rfs::fstat(fd)
 }
 
 /// Looks at the entry `name` of `place` without following it.

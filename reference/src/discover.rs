@@ -100,7 +100,7 @@ pub fn instruction_file(
     Some(Loaded::new(path, frontmatter::strip_bom(&text)))
 }
 
-fn is_module_name(platform: Platform, name: &str, ext: &str) -> bool {
+pub(crate) fn is_module_name(platform: Platform, name: &str, ext: &str) -> bool {
     match platform {
         Platform::Posix => name.ends_with(ext),
         Platform::Windows => {

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -50,8 +51,18 @@ pub struct StartupFile {
     pub kind: String,
     /// SHA-256 of `content`.
     pub sha256: String,
-    /// The sent content.
-    pub content: String,
+    /// The sent content, shared with the module list it was loaded into (a startup prefix of
+    /// many modules is held once, not once per copy of the prefix).
+    #[serde(serialize_with = "ser_shared", deserialize_with = "de_shared")]
+    pub content: Arc<str>,
+}
+
+fn ser_shared<S: serde::Serializer>(text: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(text)
+}
+
+fn de_shared<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+    String::deserialize(d).map(Arc::from)
 }
 
 /// One journal line.

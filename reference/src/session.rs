@@ -186,7 +186,7 @@ fn startup_file(kind: &str, loaded: Loaded) -> StartupFile {
         path: loaded.path.as_str().to_string(),
         kind: kind.to_string(),
         sha256: loaded.sha256,
-        content: loaded.content.to_string(),
+        content: loaded.content,
     }
 }
 

@@ -247,7 +247,7 @@ pub(crate) struct Ident {
 }
 
 impl Ident {
-    fn of(st: &rustix::fs::Stat) -> Ident {
+    pub(crate) fn of(st: &rustix::fs::Stat) -> Ident {
         #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
         Ident {
             dev: st.st_dev as u64,
@@ -304,6 +304,13 @@ impl HostSource {
         let root_real = fs::canonicalize(root)?;
         let held = Root::open(&root_real, confinement)?;
         Ok(HostSource { root_given: root.to_string_lossy().into_owned(), root_real, root: Arc::new(held) })
+    }
+
+    /// A handle on the folder `dir` below the root to look at its entries from, reached through
+    /// real directories only ([`Root::dir_handle`]); `None` when it is not one (any more).
+    pub(crate) fn dir_handle(&self, dir: &RelPath) -> Option<Arc<rustix::fd::OwnedFd>> {
+        let names: Vec<OsString> = dir.segments().map(OsString::from).collect();
+        self.root.dir_handle(&names)
     }
 
     /// The realpath of the root.

@@ -245,3 +245,54 @@ fn one_change_among_many_modules_is_seen() {
     fs::remove_file(root.join(".elowen/rules/d1/e4/m014.md")).unwrap();
     pair.check("one removal", &["src/m14/z.ts", "src/m7/x.ts"]);
 }
+
+/// A deep tree (the revalidation looks below a handle a few levels at a time and opens the next
+/// handle further down) beside a wide level (revalidated on several threads): edits, a folder
+/// swapped for a file, a folder swapped for a link out and a new folder, all below the levels
+/// where a handle is opened again, are each seen as the uncached walk sees them.
+#[test]
+fn changes_deep_below_the_held_handles_are_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap().join("project");
+    let rules = root.join(".elowen/rules");
+    let deep: PathBuf = (0..14).map(|i| format!("l{i}")).collect();
+    for i in 0..14 {
+        let folder = rules.join(deep.iter().take(i + 1).collect::<PathBuf>());
+        fs::create_dir_all(&folder).unwrap();
+        fs::write(folder.join(format!("d{i:02}.md")), module(&format!("\"src/d{i}/**\""), &format!("deep {i:02}")))
+            .unwrap();
+    }
+    for i in 0..80 {
+        let folder = rules.join(format!("w{i:02}/x"));
+        fs::create_dir_all(&folder).unwrap();
+        fs::write(folder.join("m.md"), module(&format!("\"src/w{i}/**\""), &format!("wide {i:02}"))).unwrap();
+    }
+    fs::create_dir_all(dir.path().join("outside")).unwrap();
+    fs::write(dir.path().join("outside/secret.md"), module("\"src/**\"", "outside")).unwrap();
+    let touch: &[&str] = &["src/d3/a.ts", "src/d9/a.ts", "src/d12/a.ts", "src/d13/a.ts", "src/w5/a.ts", "src/w70/a.ts"];
+    let mut pair = Pair::start(&root);
+    pair.check("first", touch);
+    let at = |i: usize| rules.join(deep.iter().take(i + 1).collect::<PathBuf>());
+
+    pause();
+    edit_keeping_mtime(&at(12).join("d12.md"), &module("\"src/d12/**\"", "deep XX"));
+    edit_keeping_mtime(&rules.join("w70/x/m.md"), &module("\"src/w70/**\"", "wide XX"));
+    pair.check("deep and wide same-size edits", touch);
+    pause();
+    replace_keeping_mtime(&at(9).join("d09.md"), &module("\"src/d9/**\"", "deep YY"));
+    pair.check("deep replacement", touch);
+    fs::create_dir_all(at(13).join("new")).unwrap();
+    fs::write(at(13).join("new/n.md"), module("\"src/d13/**\"", "new deep")).unwrap();
+    pair.check("new deep folder", touch);
+    fs::rename(at(11), at(10).join("away")).unwrap();
+    fs::write(at(10).join("l11"), "a file where a folder was\n").unwrap();
+    pair.check("deep folder swapped for a file", touch);
+    fs::remove_file(at(10).join("l11")).unwrap();
+    symlink(dir.path().join("outside"), at(10).join("l11")).unwrap();
+    pair.check("deep folder swapped for a link out", touch);
+    fs::remove_file(at(10).join("l11")).unwrap();
+    fs::rename(at(10).join("away"), at(11)).unwrap();
+    pair.check("deep folder back", touch);
+    fs::remove_dir_all(rules.join("w05")).unwrap();
+    pair.check("wide folder removed", touch);
+}

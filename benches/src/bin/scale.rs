@@ -2,14 +2,24 @@
 //! (one discovery), runs `--triggers K` triggers and prints one JSON line. Every trigger touches
 //! the same source path, so the first one loads its modules and the others are re-triggers of an
 //! unchanged tree, deduped against the journal; with `--new-paths` each touches the next of the
-//! tree's source paths instead, and most append a record. The line holds `modules`, `content_bytes` (the module files' bytes),
+//! tree's source paths instead, and most append a record.
+//!
+//! One session (uncached, or `--cached`): `modules`, `content_bytes` (the module files' bytes),
 //! `discovery_ms` (the session's start: root file, one full discovery, the startup record),
-//! `trigger_ms` (the median trigger: `observe` then `next_request`), `first_trigger_ms`, and
-//! `peak_rss_bytes` (the process's high-water mark, `VmHWM` of /proc/self/status, taken after
-//! the tree was written, so it is the peak of discovery and the triggers).
+//! `trigger_ms` and `trigger_cpu_ms` (the median trigger, `observe` then `next_request`, in wall
+//! and in process CPU time), `first_trigger_ms`, `start_peak_rss_bytes` (the high-water mark of
+//! the start, `VmHWM` of /proc/self/status reset after the tree was written) and
+//! `trigger_peak_rss_bytes` (the high-water mark of the triggers, reset after the start).
+//!
+//! `--compare`: an uncached and a cached session on the same tree, triggered in turn, so that
+//! both carry the same load; the medians of their re-triggers (the first trigger left out) and
+//! the ratios uncached / cached, wall and CPU; and beside them `stat_floor_ms` and
+//! `stat_floor_cpu_ms`, one `lstat` by full path of each of the rules tree's `entries` (folders
+//! and files) on one thread, the floor of any revalidation that checks every identity. No memory
+//! figures (two sessions share a process).
 //!
 //! ```sh
-//! cargo run --release -p benches --bin scale -- --modules 100000 --triggers 20 --cached
+//! cargo run --release -p benches --bin scale -- --modules 100000 --triggers 7 --compare
 //! ```
 
 use std::time::Instant;
@@ -31,10 +41,74 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// The process's CPU time so far (user and system, every thread), in milliseconds, from
+/// /proc/self/stat; 0 where it cannot be read. On a loaded machine a trigger's wall time carries
+/// the waits for a core, its CPU time much less so.
+fn cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name and state.
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // USER_HZ is 100 on every Linux the project runs on.
+    (ticks(11) + ticks(12)) * 10.0
+}
+
+/// Every folder and file below `.elowen/rules`, the rules folder included (not timed).
+fn entries(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![root.join(".elowen/rules")];
+    let mut at = 0;
+    while let Some(dir) = out.get(at).cloned() {
+        at += 1;
+        if let Ok(list) = std::fs::read_dir(&dir) {
+            out.extend(list.flatten().map(|e| e.path()));
+        }
+    }
+    out
+}
+
+/// The revalidation floor: one `lstat` of every entry by its full path, one thread, as
+/// (wall, CPU) milliseconds. The least a check of every identity can cost without a handle.
+fn stat_floor(paths: &[std::path::PathBuf]) -> (f64, f64) {
+    let (t, c) = (Instant::now(), cpu_ms());
+    for p in paths {
+        std::hint::black_box(std::fs::symlink_metadata(p).ok());
+    }
+    (t.elapsed().as_secs_f64() * 1e3, cpu_ms() - c)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let m = v.get(v.len() / 2).copied().unwrap_or(0.0);
+    (m * 1000.0).round() / 1000.0
+}
+
+fn start(
+    tree: &benches::Generated,
+    cached: bool,
+    state: &std::path::Path,
+) -> Result<Session, Box<dyn std::error::Error>> {
+    let config = Config { discovery_cache: cached, ..Config::modules() };
+    // The startup prefix is the caller's to keep or drop; the tool drops it, as the driver does
+    // once it has answered it.
+    let (session, _) = Session::start(config, Source::Host(HostSource::new(&tree.root)?), state)?;
+    Ok(session)
+}
+
+/// One trigger: wall and CPU milliseconds.
+fn trigger(session: &mut Session, path: &std::path::Path) -> (f64, f64) {
+    let (t, c) = (Instant::now(), cpu_ms());
+    session.observe(&ToolResult { tool: "read".into(), file_access: Some(path.to_string_lossy().into_owned()) });
+    std::hint::black_box(session.next_request());
+    (t.elapsed().as_secs_f64() * 1e3, cpu_ms() - c)
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut modules = 10_000usize;
     let mut triggers = 10usize;
     let mut cached = false;
+    let mut compare = false;
     let mut new_paths = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -42,34 +116,81 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "--modules" => modules = args.next().ok_or("--modules needs a number")?.parse()?,
             "--triggers" => triggers = args.next().ok_or("--triggers needs a number")?.parse()?,
             "--cached" => cached = true,
+            "--compare" => compare = true,
             "--new-paths" => new_paths = true,
             other => {
-                return Err(
-                    format!("unknown argument '{other}' (--modules N --triggers K [--cached] [--new-paths])").into()
+                return Err(format!(
+                    "unknown argument '{other}' (--modules N --triggers K [--cached | --compare] [--new-paths])"
                 )
+                .into())
             }
         }
     }
     let tree = generate(modules, 7)?;
     let state = tempfile::tempdir()?;
-    reset_peak();
-    let config = Config { discovery_cache: cached, ..Config::modules() };
-    let started = Instant::now();
-    let (mut session, _startup) = Session::start(config, Source::Host(HostSource::new(&tree.root)?), state.path())?;
-    let discovery_ms = started.elapsed().as_secs_f64() * 1e3;
-    let mut times = Vec::with_capacity(triggers);
-    for i in 0..triggers {
+    let touched = |i: usize| {
         let at = if new_paths { i % tree.touched.len().max(1) } else { 0 };
-        let Some(rel) = tree.touched.get(at) else { break };
-        let path = tree.root.join(rel);
-        let t = Instant::now();
-        session.observe(&ToolResult { tool: "read".into(), file_access: Some(path.to_string_lossy().into_owned()) });
-        std::hint::black_box(session.next_request());
-        times.push(t.elapsed().as_secs_f64() * 1e3);
+        tree.touched.get(at).map(|rel| tree.root.join(rel))
+    };
+    if compare {
+        // Both sessions on one tree, triggered in turn, so that both see the same load.
+        let mut uncached = start(&tree, false, &state.path().join("u"))?;
+        let mut cached = start(&tree, true, &state.path().join("c"))?;
+        let (mut uw, mut uc, mut cw, mut cc) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let all = entries(&tree.root);
+        let (mut fw, mut fc) = (Vec::new(), Vec::new());
+        for i in 0..triggers {
+            let Some(path) = touched(i) else { break };
+            let (w, c) = stat_floor(&all);
+            fw.push(w);
+            fc.push(c);
+            let (w, c) = trigger(&mut uncached, &path);
+            uw.push(w);
+            uc.push(c);
+            let (w, c) = trigger(&mut cached, &path);
+            cw.push(w);
+            cc.push(c);
+        }
+        // The first trigger of each loads the touched path's modules; the rest are re-triggers.
+        let skip = |v: Vec<f64>| if new_paths || v.len() < 2 { v } else { v.get(1..).unwrap_or_default().to_vec() };
+        let (uw, uc, cw, cc) = (median(skip(uw)), median(skip(uc)), median(skip(cw)), median(skip(cc)));
+        let ratio = |a: f64, b: f64| if b > 0.0 { (a / b * 10.0).round() / 10.0 } else { 0.0 };
+        println!(
+            "{}",
+            serde_json::json!({
+                "modules": modules,
+                "compare": true,
+                "new_paths": new_paths,
+                "triggers": triggers,
+                "content_bytes": tree.bytes,
+                "uncached_trigger_ms": uw,
+                "uncached_trigger_cpu_ms": uc,
+                "cached_trigger_ms": cw,
+                "cached_trigger_cpu_ms": cc,
+                "entries": all.len(),
+                "stat_floor_ms": median(fw),
+                "stat_floor_cpu_ms": median(fc),
+                "wall_ratio": ratio(uw, cw),
+                "cpu_ratio": ratio(uc, cc),
+            })
+        );
+        return Ok(());
+    }
+    reset_peak();
+    let started = Instant::now();
+    let mut session = start(&tree, cached, state.path())?;
+    let discovery_ms = started.elapsed().as_secs_f64() * 1e3;
+    let start_peak = peak_rss();
+    reset_peak();
+    let mut times = Vec::with_capacity(triggers);
+    let mut cpu = Vec::with_capacity(triggers);
+    for i in 0..triggers {
+        let Some(path) = touched(i) else { break };
+        let (w, c) = trigger(&mut session, &path);
+        times.push(w);
+        cpu.push(c);
     }
     let first_trigger_ms = times.first().copied().unwrap_or(0.0);
-    times.sort_by(f64::total_cmp);
-    let trigger_ms = times.get(times.len() / 2).copied().unwrap_or(0.0);
     println!(
         "{}",
         serde_json::json!({
@@ -80,8 +201,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "content_bytes": tree.bytes,
             "discovery_ms": (discovery_ms * 100.0).round() / 100.0,
             "first_trigger_ms": (first_trigger_ms * 100.0).round() / 100.0,
-            "trigger_ms": (trigger_ms * 1000.0).round() / 1000.0,
-            "peak_rss_bytes": peak_rss(),
+            "trigger_ms": median(times),
+            "trigger_cpu_ms": median(cpu),
+            "start_peak_rss_bytes": start_peak,
+            "trigger_peak_rss_bytes": peak_rss(),
         })
     );
     Ok(())
