@@ -707,6 +707,12 @@ fn validate_basis(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     if let Some(b) = &s.basis {
         check(b, bad);
     }
+    if let Some(b) = &s.canary_basis {
+        check(b, bad);
+        if s.canaries.is_empty() {
+            bad("canary_basis:", "canary_basis: the case has no canaries".into());
+        }
+    }
     for st in &s.steps {
         let Some(e) = &st.expect else { continue };
         match &e.basis {
@@ -923,6 +929,25 @@ mod tests {
                     steps:\n  - start:\n  - fail_next_append: forever\n";
         let problems = parse(text).unwrap_err();
         assert!(problems.iter().any(|(_, m)| m.contains("neither transient")), "{problems:?}");
+    }
+
+    /// A canary's basis is checked like any basis: a decision the case cites, and only with
+    /// canaries to apply to.
+    #[rstest::rstest]
+    #[case::cited("canaries: [C]\ncanary_basis: D-X\n", None)]
+    #[case::not_cited("canaries: [C]\ncanary_basis: D-Y\n", Some("'D-Y' is not a decision the case cites"))]
+    #[case::seed_without_quote("canaries: [C]\ncanary_basis: seed\n", Some("needs a quoted seed sentence"))]
+    #[case::no_canaries("canary_basis: D-X\n", Some("the case has no canaries"))]
+    fn a_canary_basis_is_checked(#[case] head: &str, #[case] want: Option<&str>) {
+        let text = format!(
+            "id: x\ntitle: t\nspec: [{{decision: D-X}}]\nprofile: modules\nplatform: posix\nrules: [globs]\n{head}\
+             steps:\n  - start:\n"
+        );
+        match (parse(&text), want) {
+            (Ok(_), None) => {}
+            (Err(problems), Some(want)) => assert!(problems.iter().any(|(_, m)| m.contains(want)), "{problems:?}"),
+            (got, want) => panic!("{want:?}: {:?}", got.err()),
+        }
     }
 
     #[test]

@@ -582,7 +582,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
                     field: "canary".into(),
                     expected: format!("'{canary}' never observed"),
                     actual: "observed (text that must never reach any observation did)".into(),
-                    basis: Basis::Seed,
+                    basis: s.canary_basis.clone().unwrap_or(Basis::Seed),
                 });
             }
         }

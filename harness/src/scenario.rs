@@ -113,6 +113,12 @@ pub struct Scenario {
     /// Strings that must never appear in any observation.
     #[serde(default)]
     pub canaries: Vec<String>,
+    /// What a canary's appearance violates: `seed` (the default: a canary in a file outside the
+    /// root guards the seeds' confinement), or the id of a decision the case cites, when the
+    /// canary sits where only a decision keeps it out (a lower-priority name a refused file must
+    /// not fall back to, a secret only a decided pattern redacts).
+    #[serde(default)]
+    pub canary_basis: Option<Basis>,
     /// The session's life.
     pub steps: Vec<Step>,
 }
