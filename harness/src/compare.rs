@@ -435,33 +435,27 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
         prompt_facet(&mut cmp, s.prompt, parts, obs.prompts.as_deref());
     }
     // The request's and the start's own outcomes: compared where the step states them.
-    let says = |b: bool, yes: &str, no: &str| if b { yes.to_string() } else { no.to_string() };
     if let Some(want) = expect.blocked {
         cmp.basis = basis("blocked");
         if want != obs.blocked {
-            let shown = |b| says(b, "blocked by the persistence latch", "not blocked");
+            let shown = |b| if b { "blocked by the persistence latch" } else { "not blocked" };
             cmp.push("blocked", shown(want), shown(obs.blocked));
         }
     }
     if let Some(want) = expect.escaped {
         cmp.basis = basis("escaped");
-        if want != obs.escaped.is_some() {
-            let got = match &obs.escaped {
-                Some(text) => format!("a rejection escaped the hook ({text})"),
-                None => "no rejection escaped the hook".into(),
-            };
-            cmp.push("escaped", says(want, "a rejection escaped the hook", "no rejection escaped the hook"), got);
-        }
+        told_facet(
+            &mut cmp,
+            "escaped",
+            want,
+            obs.escaped.as_deref(),
+            "a rejection escaped the hook",
+            "no rejection escaped the hook",
+        );
     }
     if let Some(want) = expect.failed {
         cmp.basis = basis("failed");
-        if want != obs.failed.is_some() {
-            let got = match &obs.failed {
-                Some(text) => format!("the startup failed ({text})"),
-                None => "the startup did not fail".into(),
-            };
-            cmp.push("failed", says(want, "the startup failed", "the startup did not fail"), got);
-        }
+        told_facet(&mut cmp, "failed", want, obs.failed.as_deref(), "the startup failed", "the startup did not fail");
         // A failed startup has no prefix: a source that answered one instead did not fail it.
         if want && obs.startup.is_some() && expect.startup.is_none() {
             let paths: Vec<&str> = obs.startup.iter().flatten().map(|f| f.path.as_str()).collect();
@@ -471,6 +465,19 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
     cmp.basis = basis("diagnostics");
     diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics);
     cmp.out
+}
+
+/// An outcome the implementation tells with a text (`escaped`, `failed`): only whether it was told
+/// is compared, never the text, which is shown beside the outcome.
+fn told_facet(cmp: &mut Cmp, field: &str, want: bool, got: Option<&str>, yes: &str, no: &str) {
+    if want != got.is_some() {
+        let expected = if want { yes } else { no };
+        let actual = match got {
+            Some(text) => format!("{yes} ({text})"),
+            None => no.to_string(),
+        };
+        cmp.push(field, expected, actual);
+    }
 }
 
 /// The section's exact text. Its layout is a decision (the section profile's D-SEC-RENDER-1, the
@@ -508,6 +515,23 @@ fn text_facet(cmp: &mut Cmp, ctx: &Context<'_>, expect: &Expect, text: &str, got
 mod tests {
     use super::*;
     use crate::wire::{WireActivation, WireFile, WireSection};
+
+    /// A told outcome is compared by whether it was told; its text is shown, never compared.
+    #[rstest::rstest]
+    #[case::told_as_wanted(true, Some("lost"), None)]
+    #[case::untold_as_wanted(false, None, None)]
+    #[case::not_told(true, None, Some(("it failed", "it did not fail")))]
+    #[case::told_unwanted(false, Some("lost"), Some(("it did not fail", "it failed (lost)")))]
+    fn a_told_outcome_compares_presence_only(
+        #[case] want: bool,
+        #[case] got: Option<&str>,
+        #[case] mismatch: Option<(&str, &str)>,
+    ) {
+        let mut cmp = Cmp { out: Vec::new(), basis: Basis::Seed };
+        told_facet(&mut cmp, "failed", want, got, "it failed", "it did not fail");
+        let seen: Vec<(&str, &str)> = cmp.out.iter().map(|m| (m.expected.as_str(), m.actual.as_str())).collect();
+        assert_eq!(seen, mismatch.into_iter().collect::<Vec<_>>());
+    }
 
     fn scenario(profile: &str, basis: &str) -> Scenario {
         let text = format!(
