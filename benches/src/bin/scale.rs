@@ -9,7 +9,12 @@
 //! `trigger_ms` and `trigger_cpu_ms` (the median trigger, `observe` then `next_request`, in wall
 //! and in process CPU time), `first_trigger_ms`, `start_peak_rss_bytes` (the high-water mark of
 //! the start, `VmHWM` of /proc/self/status reset after the tree was written) and
-//! `trigger_peak_rss_bytes` (the high-water mark of the triggers, reset after the start).
+//! `trigger_peak_rss_bytes` (the high-water mark of the triggers, reset after the start); and,
+//! counted by the allocator, the heap's share of each: `start_peak_heap_bytes`,
+//! `trigger_peak_heap_bytes` (the most bytes live on the heap at once), and
+//! `held_after_start_heap_bytes` and `held_after_triggers_heap_bytes` (what stays live). Where
+//! the RSS exceeds the heap's peak, the difference is the allocator's own (freed memory it has
+//! not returned, per-thread arenas), the stacks and the binary.
 //!
 //! `--compare`: an uncached and a cached session on the same tree, triggered in turn, so that
 //! both carry the same load; the medians of their re-triggers (the first trigger left out) and
@@ -25,7 +30,13 @@
 use std::time::Instant;
 
 use benches::generate;
+use peak_alloc::PeakAlloc;
 use reference::{Config, HostSource, Session, Source, ToolResult};
+
+/// The system allocator, counting the bytes live on the heap and their high-water mark, so that
+/// the RSS figures split into what the reference holds and what the allocator keeps besides.
+#[global_allocator]
+static HEAP: PeakAlloc = PeakAlloc;
 
 fn peak_rss() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -39,6 +50,7 @@ fn peak_rss() -> u64 {
 /// Resets the high-water mark to the current RSS (Linux: writing 5 to clear_refs).
 fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
+    HEAP.reset_peak_usage();
 }
 
 /// The process's CPU time so far (user and system, every thread), in milliseconds, from
@@ -181,6 +193,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut session = start(&tree, cached, state.path())?;
     let discovery_ms = started.elapsed().as_secs_f64() * 1e3;
     let start_peak = peak_rss();
+    let (start_heap_peak, start_held) = (HEAP.peak_usage(), HEAP.current_usage());
     reset_peak();
     let mut times = Vec::with_capacity(triggers);
     let mut cpu = Vec::with_capacity(triggers);
@@ -205,6 +218,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "trigger_cpu_ms": median(cpu),
             "start_peak_rss_bytes": start_peak,
             "trigger_peak_rss_bytes": peak_rss(),
+            "start_peak_heap_bytes": start_heap_peak,
+            "held_after_start_heap_bytes": start_held,
+            "trigger_peak_heap_bytes": HEAP.peak_usage(),
+            "held_after_triggers_heap_bytes": HEAP.current_usage(),
         })
     );
     Ok(())
