@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::diag::{Code, Diagnostic};
 use crate::frontmatter::{self, Kind};
-use crate::glob::{CompiledGlobs, CompiledRules, RulesBuilder};
+use crate::glob::{BatchMatcher, CompiledGlobs, CompiledRules, RulesBuilder};
 use crate::hash::sha256_hex;
 use crate::relpath::{Platform, RelPath};
 use crate::source::{Entry, EntryKind, ReadOutcome, Source};
@@ -110,8 +110,9 @@ pub(crate) fn is_module_name(platform: Platform, name: &str, ext: &str) -> bool 
     }
 }
 
-/// Walks `.elowen/rules` recursively and parses every module.
-pub fn modules(source: &Source, config: &Config) -> Modules {
+/// The module files of `.elowen/rules`, sorted by path, each with whether it is a plain file,
+/// and what the listing refused.
+fn module_files(source: &Source, config: &Config) -> (Vec<(RelPath, bool)>, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut files: Vec<(RelPath, bool)> = Vec::new();
     // A failed managed listing is logged once by every discovery, whatever it then looks up
@@ -122,6 +123,12 @@ pub fn modules(source: &Source, config: &Config) -> Modules {
         walk(source, config, &mut files, &mut diags);
     }
     files.sort();
+    (files, diags)
+}
+
+/// Walks `.elowen/rules` recursively and parses every module.
+pub fn modules(source: &Source, config: &Config) -> Modules {
+    let (files, mut diags) = module_files(source, config);
     let mut unconditional = Vec::new();
     let mut conditional = Vec::new();
     let mut shares = Vec::new();
@@ -137,6 +144,62 @@ pub fn modules(source: &Source, config: &Config) -> Modules {
         }
     }
     Modules { unconditional, conditional, rules: CompiledRules::concat(shares), diagnostics: diags }
+}
+
+/// Which modules a discovery that needs only some of them keeps ([`modules_keeping`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Keep<'a> {
+    /// The unconditional modules, for a session's startup prefix.
+    Unconditional,
+    /// The conditional modules with a pattern that matches a path of one trigger's batch.
+    Matching(&'a [RelPath]),
+}
+
+/// A discovery that keeps only what its caller uses: the same walk, reads and diagnostics as
+/// [`modules`], but of the modules only those `keep` names; every other module is dropped as
+/// soon as it is parsed, so the discovery holds the content it returns and one share's module
+/// at a time, not the whole tree's content (issue 13). A trigger keeps what its batch
+/// activates: resolving the batch against that gives what resolving it against [`modules`]
+/// gives (a trigger never returns an unconditional module; the startup prefix holds them). A
+/// startup keeps the unconditional modules, the prefix.
+pub(crate) fn modules_keeping(source: &Source, config: &Config, keep: Keep<'_>) -> Modules {
+    let (files, mut diags) = module_files(source, config);
+    let platform = source.platform();
+    let shares = par_chunks(&files, PARALLEL_FROM, |part| {
+        let mut matcher = match keep {
+            Keep::Matching(batch) => Some(BatchMatcher::new(platform, batch)),
+            Keep::Unconditional => None,
+        };
+        let mut kept = Vec::new();
+        let mut refused = Vec::new();
+        for (path, plain) in part {
+            match parse_one(source, config, path, *plain) {
+                Parsed::Refused(d) => refused.push(d),
+                Parsed::Unconditional(m) if matcher.is_none() => kept.push(Parsed::Unconditional(m)),
+                Parsed::Conditional(m, globs) if matcher.as_mut().is_some_and(|b| b.any(&globs)) => {
+                    kept.push(Parsed::Conditional(m, globs));
+                }
+                Parsed::Conditional(..) | Parsed::Unconditional(_) | Parsed::Absent => {}
+            }
+        }
+        (kept, refused)
+    });
+    let mut rules = RulesBuilder::new(platform);
+    let (mut unconditional, mut conditional) = (Vec::new(), Vec::new());
+    for (kept, refused) in shares {
+        for parsed in kept {
+            match parsed {
+                Parsed::Unconditional(m) => unconditional.push(m),
+                Parsed::Conditional(m, globs) => {
+                    rules.add_compiled(conditional.len(), CompiledGlobs::validated(globs));
+                    conditional.push(m);
+                }
+                Parsed::Refused(_) | Parsed::Absent => {}
+            }
+        }
+        diags.extend(refused);
+    }
+    Modules { unconditional, conditional, rules: rules.build(), diagnostics: diags }
 }
 
 /// One module file, read and parsed.
@@ -322,6 +385,69 @@ pub(crate) fn par_chunks<T: Sync, R: Send>(items: &[T], from: usize, f: impl Fn(
 mod tests {
     use super::*;
     use crate::source::HostSource;
+
+    /// A trigger's discovery keeps only what its batch activates; resolving a batch through it
+    /// must give what resolving it through the whole discovery gives (and a startup's, the
+    /// unconditional modules the whole discovery finds), on a POSIX host tree and on
+    /// a Windows tree (case folded), below and above `PARALLEL_FROM` files.
+    #[test]
+    fn a_triggers_discovery_resolves_as_the_whole_discovery_does() {
+        use crate::resolver::for_paths;
+        use crate::source::{MemSource, MemTree, Node};
+        let text = |i: usize| match i % 6 {
+            0 => format!("---\npaths: [\"src/m{}/**\"]\n---\nrule {i}\n", i % 5),
+            1 => format!("plain {i}\n"),
+            2 => format!("---\npath: [x]\n---\nbad {i}\n"),
+            3 => format!("---\npaths: [\"**/*.t{}\", \"Docs/*.md\"]\n---\nrule {i}\n", i % 3),
+            4 => format!("---\npaths: [\"src/?{}/*.ts\"]\n---\nrule {i}\n", i % 4),
+            _ => format!("---\npaths: [\"src/m1/a.ts\"]\n---\nrule {i}\n"),
+        };
+        let batches: Vec<Vec<&str>> = vec![
+            vec![],
+            vec!["src/m1/a.ts"],
+            vec!["SRC/M2/b.T1", "docs/x.md"],
+            vec!["src/x3/c.ts", "src/m4/d/e.t0", "other/f.t2"],
+            vec!["nothing/here"],
+        ];
+        for n in [40, PARALLEL_FROM * 3] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut tree = MemTree::new(Platform::Windows);
+            for i in 0..n {
+                let rel = format!(".elowen/rules/d{}/m{i}.md", i % 7);
+                let path = dir.path().join(&rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text(i)).unwrap();
+                tree.insert(&RelPath::parse(&rel).unwrap(), Node::File(text(i).into_bytes()));
+            }
+            let sources =
+                [Source::Host(HostSource::new(dir.path()).unwrap()), Source::Mem(MemSource::windows("C:\\repo", tree))];
+            let config = Config::modules();
+            for source in &sources {
+                let whole = modules(source, &config);
+                let mut activated = 0;
+                for batch in &batches {
+                    let batch: Vec<RelPath> = batch.iter().map(|p| RelPath::parse(p).unwrap()).collect();
+                    let (mut d1, mut d2) = (whole.diagnostics.clone(), Vec::new());
+                    let want = for_paths(source, &config, &whole, &batch, &mut d1);
+                    let part = modules_keeping(source, &config, Keep::Matching(&batch));
+                    d2.extend(part.diagnostics.iter().cloned());
+                    let got = for_paths(source, &config, &part, &batch, &mut d2);
+                    assert_eq!(got, want, "{:?} with {n} modules, batch {batch:?}", source.platform());
+                    assert_eq!(d2, d1, "{:?} with {n} modules, batch {batch:?}", source.platform());
+                    assert!(part.unconditional.is_empty());
+                    // Nothing the batch does not activate is kept.
+                    assert!(part.conditional.len() <= want.len());
+                    activated += want.len();
+                }
+                assert!(activated > 0 && !whole.diagnostics.is_empty());
+                // A startup keeps the unconditional modules, in order, and every diagnostic.
+                let prefix = modules_keeping(source, &config, Keep::Unconditional);
+                assert_eq!(prefix.unconditional, whole.unconditional);
+                assert_eq!(prefix.diagnostics, whole.diagnostics);
+                assert!(prefix.conditional.is_empty() && !prefix.unconditional.is_empty());
+            }
+        }
+    }
 
     /// Above `PARALLEL_FROM` files discovery reads on several threads; what it finds must be what
     /// one thread finds, in the same order.

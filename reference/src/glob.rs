@@ -92,6 +92,41 @@ pub fn exact_match_counted(pattern: &str, path: &str, fold: bool) -> (bool, u64)
     (hit, steps)
 }
 
+/// Whether patterns match any path of one fixed batch of touched paths, each distinct pattern
+/// tried once ([`exact_match`]'s walk, which the compiled index agrees with). A trigger that
+/// needs only the modules its batch activates asks this of every module as it is read, instead of
+/// keeping every module for an index (issue 13: what a trigger holds at once).
+#[derive(Debug)]
+pub(crate) struct BatchMatcher {
+    fold: bool,
+    /// The batch, case-folded when matching folds case.
+    paths: Vec<String>,
+    /// Each pattern tried so far, with whether it matched.
+    seen: HashMap<String, bool>,
+}
+
+impl BatchMatcher {
+    /// A matcher of `platform`'s case rules for `batch`.
+    pub(crate) fn new(platform: Platform, batch: &[RelPath]) -> BatchMatcher {
+        let fold = platform == Platform::Windows;
+        let paths = batch.iter().map(|p| fold_key(p.as_str(), fold)).collect();
+        BatchMatcher { fold, paths, seen: HashMap::new() }
+    }
+
+    /// Whether one of `patterns` matches one of the batch's paths.
+    pub(crate) fn any(&mut self, patterns: &[String]) -> bool {
+        patterns.iter().any(|pattern| {
+            if let Some(&hit) = self.seen.get(pattern.as_str()) {
+                return hit;
+            }
+            let exact = Exact::new(pattern, self.fold);
+            let hit = self.paths.iter().any(|path| exact.run(path, &mut 0));
+            self.seen.insert(pattern.clone(), hit);
+            hit
+        })
+    }
+}
+
 /// One segment of a pattern prepared for [`Exact`].
 #[derive(Debug, Clone)]
 enum Seg {

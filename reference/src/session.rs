@@ -242,7 +242,8 @@ impl Session {
         let mut cache = new_cache(&config);
         let modules = match &mut cache {
             Some(c) => c.modules(&source, &config),
-            None => Arc::new(discover::modules(&source, &config)),
+            // Only the prefix is kept of the walk: a trigger discovers afresh.
+            None => Arc::new(discover::modules_keeping(&source, &config, discover::Keep::Unconditional)),
         };
         diags.extend(modules.diagnostics.iter().cloned());
         files.extend(modules.unconditional.iter().cloned().map(|m| startup_file("module", m)));
@@ -349,7 +350,8 @@ impl Session {
                 (resolved, diags)
             }
             None => {
-                let modules = discover::modules(source, config);
+                // Only what this batch activates is kept of the fresh discovery.
+                let modules = discover::modules_keeping(source, config, discover::Keep::Matching(batch));
                 let mut diags = modules.diagnostics.clone();
                 let resolved = resolver::for_paths(source, config, &modules, batch, &mut diags);
                 (resolved, diags)
