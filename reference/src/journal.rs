@@ -88,6 +88,20 @@ pub enum Record {
     Compaction,
 }
 
+/// A writer that only counts what it is given: the length of a line before it is written.
+struct Counted(usize);
+
+impl Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// An open journal and the records it holds.
 #[derive(Debug)]
 pub struct Journal {
@@ -198,22 +212,22 @@ impl Journal {
         Ok(journal)
     }
 
-    /// Appends `record` durably; on error nothing counts as appended.
+    /// Appends `record` durably; on error nothing counts as appended. The line is measured
+    /// first and then written as it is serialized, so a startup prefix of many modules is never
+    /// held a second time as one buffer (issue 13).
     pub fn append(&mut self, record: Record) -> io::Result<()> {
-        let mut line = serde_json::to_vec(&record).map_err(io::Error::other)?;
-        if line.len() > JOURNAL_MAX_LINE_BYTES {
+        let mut len = Counted(0);
+        serde_json::to_writer(&mut len, &record).map_err(io::Error::other)?;
+        if len.0 > JOURNAL_MAX_LINE_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!(
-                    "a journal record of {} bytes is above the {JOURNAL_MAX_LINE_BYTES}-byte line limit",
-                    line.len()
-                ),
+                format!("a journal record of {} bytes is above the {JOURNAL_MAX_LINE_BYTES}-byte line limit", len.0),
             ));
         }
-        line.push(b'\n');
-        let mut f = open_regular(&self.path, false, Access::Append)?;
-        f.write_all(&line)?;
-        f.sync_data()?;
+        let mut out = io::BufWriter::new(open_regular(&self.path, false, Access::Append)?);
+        serde_json::to_writer(&mut out, &record).map_err(io::Error::other)?;
+        out.write_all(b"\n")?;
+        out.into_inner().map_err(io::IntoInnerError::into_error)?.sync_data()?;
         self.remember(record);
         Ok(())
     }
