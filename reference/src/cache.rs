@@ -78,8 +78,9 @@ struct DirNode {
     ident: Option<Ident>,
     /// Changed within the timestamp granularity of the check that listed it: list it again.
     racy: bool,
-    /// The listing failed: its diagnostic, if it gave one; the folder then holds nothing.
-    failed: Option<Option<Diagnostic>>,
+    /// The listing failed: its diagnostic, if it gave one; the folder then holds nothing. Boxed,
+    /// since every folder of the tree carries the field and almost none a failure.
+    failed: Option<Box<Option<Diagnostic>>>,
     /// The sub-folders the walk enters, in listing order.
     dirs: Vec<DirNode>,
     /// The module files listed as regular files, in listing order.
@@ -254,7 +255,7 @@ impl Check<'_> {
         fresh.ident = ident;
         fresh.racy = ident.is_some_and(|i| i.changed_ns() >= self.racy);
         match self.source.list(Some(&RelPath::trusted(path))) {
-            Err(diag) => fresh.failed = Some(diag),
+            Err(diag) => fresh.failed = Some(Box::new(diag)),
             Ok(entries) => {
                 let mut old_dirs: HashMap<Box<str>, DirNode> =
                     std::mem::take(&mut node.dirs).into_iter().map(|d| (d.name.clone(), d)).collect();
@@ -282,6 +283,11 @@ impl Check<'_> {
                 }
             }
         }
+        // Held for the session's life: no spare capacity (a folder of one sub-folder would
+        // otherwise hold room for four, and the tree has as many folders as the rules tree).
+        fresh.dirs.shrink_to_fit();
+        fresh.files.shrink_to_fit();
+        fresh.specials.shrink_to_fit();
         let differs = !fresh.same_listing(node);
         // The specials' modules are read by the caller; keep the last ones to compare with.
         for special in &mut fresh.specials {
@@ -430,7 +436,7 @@ impl DiscoveryCache {
             let mut next = Vec::new();
             for (node, path) in level {
                 if let Some(diag) = &node.failed {
-                    diagnostics.extend(diag.iter().cloned());
+                    diagnostics.extend(diag.as_ref().iter().cloned());
                 }
                 let dir = RelPath::trusted(&path);
                 for special in &node.specials {
