@@ -6,6 +6,8 @@
 //! `CONFORMANCE_SNAPSHOTS=off` checks the YAML expectations only, never the snapshots: the
 //! mutation pass (`.ci/mutants`) measures what the corpus pins, and a snapshot is a copy of the
 //! reference's output, so a mutant it alone catches is not one the corpus kills.
+//! `CONFORMANCE_REFERENCE_MODES=default,fallback,cached` runs the corpus once in each of the
+//! reference's modes (see `run_modes`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -37,7 +39,62 @@ fn redact(value: &mut serde_json::Value, sandbox_prefix: &str) {
     }
 }
 
+/// The reference's configurations a run can judge the corpus in, each by the switch the
+/// reference reads once per process: the default, its own confinement walk, the discovery cache.
+const MODES: &[(&str, &str, &str)] = &[
+    ("default", "", ""),
+    ("fallback", "REFERENCE_CONFINEMENT", "fallback"),
+    ("cached", "REFERENCE_DISCOVERY_CACHE", "1"),
+];
+
+/// `CONFORMANCE_REFERENCE_MODES=default,fallback,cached` (any of them, in any order) runs the
+/// whole corpus once per mode, each in a child process of this binary with the mode's switch
+/// set, and fails when any fails: the mutation pass (`.ci/mutants --modes`) judges the cache's
+/// and the confinement walk's mutants in the mode that runs their code. Without the variable
+/// (as in each child) the corpus runs here, in the mode the environment already selects.
+fn run_modes(modes: &str) -> ExitCode {
+    let mut failed = false;
+    for name in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
+        let Some(&(_, var, value)) = MODES.iter().find(|(m, _, _)| *m == name) else {
+            eprintln!("CONFORMANCE_REFERENCE_MODES: unknown mode '{name}' (default, fallback, cached)");
+            return ExitCode::FAILURE;
+        };
+        let exe = match std::env::current_exe() {
+            Ok(exe) => exe,
+            Err(e) => {
+                eprintln!("CONFORMANCE_REFERENCE_MODES: cannot find this test binary ({e})");
+                return ExitCode::FAILURE;
+            }
+        };
+        let mut child = std::process::Command::new(exe);
+        child.args(std::env::args_os().skip(1)).env_remove("CONFORMANCE_REFERENCE_MODES");
+        for (_, v, _) in MODES.iter().filter(|(_, v, _)| !v.is_empty()) {
+            child.env_remove(v);
+        }
+        if !var.is_empty() {
+            child.env(var, value);
+        }
+        eprintln!("corpus in the reference's {name} mode");
+        match child.status() {
+            Ok(status) if status.success() => {}
+            Ok(_) => failed = true,
+            Err(e) => {
+                eprintln!("CONFORMANCE_REFERENCE_MODES: cannot run the {name} mode ({e})");
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn main() -> ExitCode {
+    if let Some(modes) = std::env::var_os("CONFORMANCE_REFERENCE_MODES") {
+        return run_modes(&modes.to_string_lossy());
+    }
     harness::adapter::export_env_canary();
     let args = Arguments::from_args();
     let dir = default_cases_dir();
