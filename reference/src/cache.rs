@@ -46,6 +46,12 @@
 //!    the parent's change. A handle per folder would close it at about three lookups' cost.
 //!    Should a worker fail, the kept tree is dropped and the definition's walk answers.
 //!
+//! What is kept of a module is its outcome, without a conditional module's content: its hash
+//! and globs decide activation and dedupe, and the content of the modules a batch activates is
+//! read again when they are resolved, so the tree does not hold the content of every
+//! conditional module for the session's life. A module that changed between the check and that
+//! read is taken as the read finds it ([`DiscoveryCache::for_paths`]).
+//!
 //! Nested instruction files are kept per folder the same way: the folder's identity decides
 //! whether its winning name still wins, the winner's identity whether its content is the one
 //! read before. Only a chain of real folders and a winner that is a regular file are kept.
@@ -63,7 +69,7 @@ use crate::config::Config;
 use crate::confine::{open_subdir, stat_entry, stat_handle};
 use crate::diag::Diagnostic;
 use crate::discover::{self, Listed, Loaded, Modules, Parsed};
-use crate::glob::CompiledRules;
+use crate::glob::{BatchMatcher, CompiledRules};
 use crate::relpath::{Platform, RelPath};
 use crate::resolver;
 use crate::source::{Entry, EntryKind, Ident, Source};
@@ -156,6 +162,21 @@ pub(crate) struct DiscoveryCache {
     last: Option<Arc<Modules>>,
 }
 
+/// What the cache keeps of a parse: all of it, but for a conditional module's content, which is
+/// dropped (its hash stays) and read again only when a trigger activates the module
+/// ([`DiscoveryCache::for_paths`]). A session over a large rules tree then holds the content of
+/// its startup prefix, which the journal keeps anyway, and not the content of every conditional
+/// module besides (issue 13). The kept module's `content` is empty and is never sent.
+fn kept(parsed: Parsed) -> Parsed {
+    static EMPTY: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    match parsed {
+        Parsed::Conditional(m, globs) => {
+            Parsed::Conditional(Loaded { content: Arc::clone(EMPTY.get_or_init(|| Arc::from(""))), ..m }, globs)
+        }
+        other => other,
+    }
+}
+
 /// The time a check starts, in nanoseconds since the epoch, less the granularity: an entry last
 /// changed at or after it is racy.
 fn racy_from(granularity: Duration) -> i128 {
@@ -224,7 +245,7 @@ impl Check<'_> {
             if file.parsed.is_some() && now.is_some() && now == file.ident && !file.racy {
                 continue;
             }
-            let parsed = discover::parse_one(self.source, self.config, &child_path(path, &file.name), true);
+            let parsed = kept(discover::parse_one(self.source, self.config, &child_path(path, &file.name), true));
             changed |= file.parsed.as_ref() != Some(&parsed);
             file.ident = now;
             file.racy = now.is_some_and(|i| i.changed_ns() >= self.racy);
@@ -240,7 +261,7 @@ impl Check<'_> {
             };
             let module = discover::is_module_name(self.platform, &special.name, &self.config.module_extension);
             let parsed = (module && kind == Some(EntryKind::LinkInsideFile))
-                .then(|| discover::parse_one(self.source, self.config, &at, false));
+                .then(|| kept(discover::parse_one(self.source, self.config, &at, false)));
             changed |= kind != special.kind || parsed != special.parsed;
             special.kind = kind;
             special.parsed = parsed;
@@ -254,25 +275,29 @@ impl Check<'_> {
         let mut fresh = DirNode::new(&node.name);
         fresh.ident = ident;
         fresh.racy = ident.is_some_and(|i| i.changed_ns() >= self.racy);
-        match self.source.list(Some(&RelPath::trusted(path))) {
-            Err(diag) => fresh.failed = Some(Box::new(diag)),
+        let differs = match self.source.list(Some(&RelPath::trusted(path))) {
+            Err(diag) => {
+                fresh.failed = Some(Box::new(diag));
+                !fresh.same_listing(node)
+            }
             Ok(entries) => {
                 let mut old_dirs: HashMap<Box<str>, DirNode> =
                     std::mem::take(&mut node.dirs).into_iter().map(|d| (d.name.clone(), d)).collect();
                 let mut old_files: HashMap<Box<str>, FileNode> =
                     std::mem::take(&mut node.files).into_iter().map(|f| (f.name.clone(), f)).collect();
+                // An entry the last listing did not hold under its name and kind.
+                let mut added = false;
                 for Entry { name, kind } in entries {
                     let module = discover::is_module_name(self.platform, &name, &self.config.module_extension);
                     match kind {
-                        EntryKind::Dir => {
-                            fresh.dirs.push(old_dirs.remove(name.as_str()).unwrap_or_else(|| DirNode::new(&name)));
-                        }
+                        EntryKind::Dir => fresh.dirs.push(old_dirs.remove(name.as_str()).unwrap_or_else(|| {
+                            added = true;
+                            DirNode::new(&name)
+                        })),
                         EntryKind::File if module => {
-                            fresh.files.push(old_files.remove(name.as_str()).unwrap_or(FileNode {
-                                name: name.into(),
-                                ident: None,
-                                racy: false,
-                                parsed: None,
+                            fresh.files.push(old_files.remove(name.as_str()).unwrap_or_else(|| {
+                                added = true;
+                                FileNode { name: name.into(), ident: None, racy: false, parsed: None }
                             }))
                         }
                         kind if is_link(&kind) || (kind == EntryKind::Other && module) => {
@@ -281,14 +306,25 @@ impl Check<'_> {
                         _ => {}
                     }
                 }
+                // The listing is the same when nothing was added, nothing of the last one is
+                // left over, and the specials and the failure are as they were (the entries come
+                // sorted by name, so the same names are in the same order).
+                added
+                    || !old_dirs.is_empty()
+                    || !old_files.is_empty()
+                    || node.failed.is_some()
+                    || !fresh
+                        .specials
+                        .iter()
+                        .map(|s| (&s.name, &s.kind))
+                        .eq(node.specials.iter().map(|s| (&s.name, &s.kind)))
             }
-        }
+        };
         // Held for the session's life: no spare capacity (a folder of one sub-folder would
         // otherwise hold room for four, and the tree has as many folders as the rules tree).
         fresh.dirs.shrink_to_fit();
         fresh.files.shrink_to_fit();
         fresh.specials.shrink_to_fit();
-        let differs = !fresh.same_listing(node);
         // The specials' modules are read by the caller; keep the last ones to compare with.
         for special in &mut fresh.specials {
             if let Some(old) = node.specials.iter_mut().find(|s| s.name == special.name) {
@@ -531,7 +567,67 @@ impl DiscoveryCache {
             };
             found
         };
-        resolver::for_paths_with(source, config, modules, touched, diags, &mut lookup)
+        let resolved = resolver::for_paths_with(source, config, modules, touched, diags, &mut lookup);
+        self.read_activated(source, config, resolved, touched, diags)
+    }
+
+    /// Reads the content of each conditional module a batch activates, which the kept tree does
+    /// not hold ([`kept`]). A module read as the version the check kept (the same hash) is sent
+    /// as read. One that changed since the check is taken as this read finds it, as a walk that
+    /// read it at this moment would: sent when it is still a conditional module that the batch
+    /// matches, reported when it is refused now, dropped otherwise; and it is read again at the
+    /// next check. Nested instruction files, read by the lookups, pass as they are.
+    fn read_activated(
+        &mut self,
+        source: &Source,
+        config: &Config,
+        resolved: Vec<Loaded>,
+        touched: &[RelPath],
+        diags: &mut Vec<Diagnostic>,
+    ) -> Vec<Loaded> {
+        let below = format!("{}/", config.rules_dir.as_str());
+        let mut matcher = None;
+        let mut out = Vec::with_capacity(resolved.len());
+        for module in resolved {
+            if !module.path.as_str().starts_with(&below) {
+                out.push(module);
+                continue;
+            }
+            match discover::parse_one(source, config, &module.path, false) {
+                Parsed::Conditional(fresh, _) if fresh.sha256 == module.sha256 => out.push(fresh),
+                now => {
+                    self.forget(config, &module.path);
+                    match now {
+                        Parsed::Conditional(fresh, globs)
+                            if matcher
+                                .get_or_insert_with(|| BatchMatcher::new(source.platform(), touched))
+                                .any(&globs) =>
+                        {
+                            out.push(fresh);
+                        }
+                        Parsed::Refused(d) => diags.push(d),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Makes the next check read the module file at `path` again, whatever its identity.
+    fn forget(&mut self, config: &Config, path: &RelPath) {
+        let Some(rest) = path.as_str().strip_prefix(config.rules_dir.as_str()).and_then(|r| r.strip_prefix('/')) else {
+            return;
+        };
+        let mut segments: Vec<&str> = rest.split('/').collect();
+        let Some(name) = segments.pop() else { return };
+        let mut node = self.tree.as_mut();
+        for segment in segments {
+            node = node.and_then(|n| n.dirs.iter_mut().find(|d| &*d.name == segment));
+        }
+        if let Some(file) = node.and_then(|n| n.files.iter_mut().find(|f| &*f.name == name)) {
+            file.ident = None;
+        }
     }
 }
 
@@ -575,4 +671,83 @@ fn keepable(
         return None;
     }
     Some(CachedNested { dir, file, racy: newest >= racy, found: found.cloned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::HostSource;
+
+    /// The kept tree holds no conditional module's content, so the modules a batch activates are
+    /// read when resolved; one that changed after the check is taken as that read finds it, and
+    /// read again at the next check.
+    #[test]
+    fn activated_modules_are_read_as_they_are_when_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join(".elowen/rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        let module = rules.join("a.md");
+        std::fs::write(&module, "---\npaths: [\"src/**\"]\n---\nfirst\n").unwrap();
+        let source = Source::Host(HostSource::new(dir.path()).unwrap());
+        let config = Config { discovery_cache: true, ..Config::modules() };
+        let batch = [RelPath::parse("src/x.ts").unwrap()];
+        let mut cache = DiscoveryCache::new();
+        let resolve = |cache: &mut DiscoveryCache, modules: &Modules| {
+            let mut diags = Vec::new();
+            let got = cache.for_paths(&source, &config, modules, &batch, &mut diags);
+            (got.iter().map(|m| (m.content.to_string(), m.sha256.clone())).collect::<Vec<_>>(), diags)
+        };
+        let checked = cache.modules(&source, &config);
+        assert!(checked.conditional.iter().all(|m| m.content.is_empty()), "the kept tree holds no content");
+        let (got, diags) = resolve(&mut cache, &checked);
+        assert_eq!(got, vec![("first\n".to_string(), sha256_of("first\n"))]);
+        assert!(diags.is_empty());
+        // Changed after the check, resolved against the checked modules: the read decides.
+        std::fs::write(&module, "---\npaths: [\"src/**\"]\n---\nsecond\n").unwrap();
+        let (got, _) = resolve(&mut cache, &checked);
+        assert_eq!(got, vec![("second\n".to_string(), sha256_of("second\n"))]);
+        std::fs::write(&module, "---\npath: [\"src/**\"]\n---\nthird\n").unwrap();
+        let (got, diags) = resolve(&mut cache, &checked);
+        assert!(got.is_empty());
+        assert_eq!(diags.iter().map(|d| d.code).collect::<Vec<_>>(), vec![crate::Code::FrontmatterUnknownKey]);
+        std::fs::write(&module, "---\npaths: [\"docs/**\"]\n---\nfourth\n").unwrap();
+        let (got, diags) = resolve(&mut cache, &checked);
+        assert!(got.is_empty() && diags.is_empty());
+        // The next check finds the version now there (its identity changed, and the resolution
+        // that saw it change made the kept version untrusted besides).
+        std::fs::write(&module, "---\npaths: [\"src/**\"]\n---\nfifth!\n").unwrap();
+        let again = cache.modules(&source, &config);
+        assert_eq!(again.conditional.iter().map(|m| m.sha256.clone()).collect::<Vec<_>>(), vec![sha256_of("fifth!\n")]);
+        let (got, _) = resolve(&mut cache, &again);
+        assert_eq!(got, vec![("fifth!\n".to_string(), sha256_of("fifth!\n"))]);
+    }
+
+    /// A folder listed again with the same entries (here every check lists every folder again:
+    /// all of them changed within the granularity) is no change, and the last modules are
+    /// answered as they are; one that lost an entry is a change.
+    #[test]
+    fn a_relisting_with_the_same_entries_is_no_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join(".elowen/rules");
+        std::fs::create_dir_all(rules.join("a/b")).unwrap();
+        std::fs::write(rules.join("a/b/x.md"), "---\npaths: [\"src/**\"]\n---\nx\n").unwrap();
+        std::fs::write(rules.join("a/y.md"), "y\n").unwrap();
+        let source = Source::Host(HostSource::new(dir.path()).unwrap());
+        let config =
+            Config { discovery_cache: true, timestamp_granularity: Duration::from_secs(3600), ..Config::modules() };
+        let mut cache = DiscoveryCache::new();
+        let first = cache.modules(&source, &config);
+        let second = cache.modules(&source, &config);
+        assert!(Arc::ptr_eq(&first, &second), "an unchanged relisting rebuilt the modules");
+        std::fs::remove_file(rules.join("a/y.md")).unwrap();
+        let third = cache.modules(&source, &config);
+        assert!(!Arc::ptr_eq(&second, &third));
+        assert!(third.unconditional.is_empty() && third.conditional.len() == 1);
+        std::fs::remove_dir_all(rules.join("a/b")).unwrap();
+        assert!(cache.modules(&source, &config).conditional.is_empty());
+    }
+
+    fn sha256_of(text: &str) -> String {
+        crate::hash::sha256_hex(text.as_bytes())
+    }
 }
