@@ -327,11 +327,6 @@ impl Session {
         self.reject_next_resolution = true;
     }
 
-    /// Whether the persistence latch blocks provider requests.
-    pub fn latched(&self) -> bool {
-        self.latched
-    }
-
     /// Compaction: the summarized history, and the instruction records in it, leave the active
     /// context, so the next matching trigger loads the module again.
     pub fn compact(&mut self) -> std::io::Result<()> {
