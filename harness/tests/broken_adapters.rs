@@ -114,3 +114,31 @@ fn a_run_that_executes_nothing_fails() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("no case executed"), "{text}");
 }
+
+/// A loader that shows what it must never read fails every case whose canary it shows, and each
+/// failure says on what the canary rests: the seed by default (m-link-002: a link out of the
+/// root), the case's `canary_basis` where the canary sits behind a decision (m-link-035 and
+/// m-link-036: files that D-EXT-1 says are no modules), never the other way round.
+#[test]
+fn a_leaked_canary_is_labelled_by_its_basis() {
+    let reference = harness::adapter::reference_adapter_path().unwrap();
+    let mutant = env!("CARGO_BIN_EXE_mutant-adapter");
+    let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(["run", "--filter", "modules/symlinks/0", "--format", "json", "--adapter"])
+        .arg(format!("{mutant} leak-canaries -- {}", reference.display()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let reason = |id: &str| {
+        let results = report["results"].as_array().unwrap();
+        let case = results.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} did not run"));
+        assert_eq!(case["status"], "FAIL", "{id}: {case}");
+        case["reason"].as_str().unwrap().to_string()
+    };
+    assert!(reason("m-link-002").contains("canary differs (violates the seed)"), "{}", reason("m-link-002"));
+    for id in ["m-link-035", "m-link-036"] {
+        let why = reason(id);
+        assert!(why.contains("canary differs from decision D-EXT-1 (not from the seed)"), "{id}: {why}");
+    }
+}

@@ -13,7 +13,10 @@
 //! is due); `reverse-order` (activated modules in reverse); `flip-supersedes`;
 //! `drop-diagnostic` (the first diagnostic of every step); `crlf` (sent content with CRLF line
 //! ends, hashed as sent); `tool-name-trigger` (triggers on the tool's name instead of
-//! `details.fileAccess`).
+//! `details.fileAccess`); `leak-canaries` (reads every file of the sandbox the case's root
+//! lies in at `open`, and shows each canary it finds there in the observation of every `touch`,
+//! as a loader that read what it must not would: the suite must flag each leak, labelled by the
+//! case's `canary_basis`).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -31,6 +34,7 @@ const BUGS: &[&str] = &[
     "drop-diagnostic",
     "crlf",
     "tool-name-trigger",
+    "leak-canaries",
 ];
 
 fn main() -> ExitCode {
@@ -64,9 +68,17 @@ fn proxy(bug: &str, command: &str) -> io::Result<()> {
     };
     let mut replies = BufReader::new(from_child).lines();
     let mut out = io::stdout().lock();
+    let mut canaries: Vec<String> = Vec::new();
     for line in io::stdin().lock().lines() {
         let line = line?;
         let mut request: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        if bug == "leak-canaries" && request.get("type").and_then(Value::as_str) == Some("open") {
+            canaries = request
+                .pointer("/open/root")
+                .and_then(Value::as_str)
+                .and_then(|root| std::path::Path::new(root).parent().map(sandbox_canaries))
+                .unwrap_or_default();
+        }
         if bug == "tool-name-trigger" {
             trigger_on_tool_name(&mut request);
         }
@@ -83,12 +95,47 @@ fn proxy(bug: &str, command: &str) -> io::Result<()> {
             }
         };
         mutate(bug, &request, &mut value);
+        if bug == "leak-canaries" && request.pointer("/step/op").and_then(Value::as_str) == Some("touch") {
+            if let Some(obs) = value.get_mut("observation") {
+                let leaked = json!({"code": "file.unreadable", "path": "", "message": canaries.join(" ")});
+                match obs.get_mut("diagnostics") {
+                    Some(Value::Array(d)) => d.push(leaked),
+                    _ => obs["diagnostics"] = json!([leaked]),
+                }
+            }
+        }
         writeln!(out, "{value}")?;
         out.flush()?;
     }
     drop(to_child);
     let _ = child.wait();
     Ok(())
+}
+
+/// Every `CANARY-…` token in the files below `dir` (the case's sandbox), links not followed.
+fn sandbox_canaries(dir: &std::path::Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push(entry.path()),
+                Ok(t) if t.is_file() => {
+                    let text = std::fs::read(entry.path()).map(|b| String::from_utf8_lossy(&b).into_owned());
+                    let text = text.unwrap_or_default();
+                    for (at, _) in text.match_indices("CANARY-") {
+                        let tail = text.get(at..).unwrap_or_default();
+                        found.push(tail.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// A loader that decides triggering by the tool's name: read, write and edit that succeeded.
