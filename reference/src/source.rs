@@ -203,16 +203,6 @@ impl Source {
         }
     }
 
-    /// The root-relative path a file resolves to after links, when it resolves inside the root
-    /// (an in-memory tree has no links to follow).
-    pub fn resolve(&self, path: &RelPath) -> Option<RelPath> {
-        match self {
-            Source::Nothing => None,
-            Source::Host(h) => h.resolve(path),
-            Source::Mem(_) => Some(path.clone()),
-        }
-    }
-
     /// The identity of the entry at `path`, its last component not followed: `None` where there
     /// is none, or for a source that offers none (a file client's tree, held in memory).
     pub(crate) fn identity(&self, path: &RelPath) -> Option<Ident> {
@@ -516,14 +506,6 @@ impl HostSource {
             return (found, None);
         }
         (None, None)
-    }
-
-    /// The root-relative path `path` resolves to after links, when it resolves inside the root.
-    fn resolve(&self, path: &RelPath) -> Option<RelPath> {
-        match self.walk_confined(path, true).ok()? {
-            End::Entry { dir, name, .. } => target_path(&dir, &name),
-            End::Place(p) => rel_of(p.names_below_root()?.iter().map(OsString::as_os_str)),
-        }
     }
 
     fn read_with(&self, path: &RelPath, confined: bool, bound: Bound, check: Option<TargetCheck<'_>>) -> ReadOutcome {
@@ -1015,7 +997,6 @@ mod tests {
                     "{confinement:?} {out}: {got:?}"
                 );
             }
-            assert_eq!(s.resolve(&rp("abs.md")), Some(rp("docs/a.md")));
         }
     }
 
