@@ -19,14 +19,6 @@ impl Platform {
         }
     }
 
-    /// Whether two names in one directory are the same entry on this platform.
-    pub fn same_name(self, a: &str, b: &str) -> bool {
-        match self {
-            Platform::Posix => a == b,
-            Platform::Windows => winpath::fold(a) == winpath::fold(b),
-        }
-    }
-
     /// The root in display form with `/` separators, joined with `rel`: the source path the
     /// rendered envelope names.
     pub fn display_join(self, root: &str, rel: &RelPath) -> String {
