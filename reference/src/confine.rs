@@ -39,7 +39,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustix::fd::OwnedFd;
-use rustix::fs::{self as rfs, AtFlags, Dir, FileType, Mode, OFlags, Stat};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags, Stat};
 use rustix::io::Errno;
 
 /// Which resolver confines a host source's reads and listings.
@@ -723,17 +723,34 @@ pub(crate) enum ListFail {
     Io(Errno),
 }
 
+/// Reads the entries of `place`, a directory handle opened for this listing alone, so it is
+/// read from where it stands, at its start. On Linux `getdents64` reads it in place, borrowed
+/// (no second handle to make and close per folder); elsewhere a duplicate is read with
+/// `readdir`.
 fn read_entries(place: Place) -> Result<Listing, ListFail> {
-    let fd = place.fd.try_clone().map_err(|e| ListFail::Io(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-    let mut dir = Dir::new(fd).map_err(ListFail::Io)?;
     let mut entries = Vec::new();
-    while let Some(entry) = dir.read() {
-        let entry = entry.map_err(ListFail::Io)?;
-        let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
-            continue;
+    let mut push = |name: &[u8], ft: FileType| {
+        if name != b"." && name != b".." {
+            entries.push((OsString::from_vec(name.to_vec()), ft));
         }
-        entries.push((OsString::from_vec(name.to_vec()), entry.file_type()));
+    };
+    #[cfg(target_os = "linux")]
+    {
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut dir = rfs::RawDir::new(&*place.fd, &mut buf);
+        while let Some(entry) = dir.next() {
+            let entry = entry.map_err(ListFail::Io)?;
+            push(entry.file_name().to_bytes(), entry.file_type());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let fd = place.fd.try_clone().map_err(|e| ListFail::Io(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+        let mut dir = rfs::Dir::new(fd).map_err(ListFail::Io)?;
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(ListFail::Io)?;
+            push(entry.file_name().to_bytes(), entry.file_type());
+        }
     }
     Ok(Listing { place, entries })
 }

@@ -110,37 +110,51 @@ pub(crate) fn is_module_name(platform: Platform, name: &str, ext: &str) -> bool 
     }
 }
 
-/// The module files of `.elowen/rules`, sorted by path, each with whether it is a plain file,
-/// and what the listing refused.
-fn module_files(source: &Source, config: &Config) -> (Vec<(RelPath, bool)>, Vec<Diagnostic>) {
+/// The module files of `.elowen/rules`, each read and parsed, sorted by path, with what the
+/// listing refused. Of each parse, only what `sieve` keeps is kept: a fresh sieve judges each
+/// share of the work, so a discovery that needs some modules drops the others as they are
+/// parsed (refusals are always kept: they are reported).
+fn found_modules<S, F>(source: &Source, config: &Config, sieve: F) -> (Vec<(RelPath, Parsed)>, Vec<Diagnostic>)
+where
+    F: Fn() -> S + Sync,
+    S: FnMut(Parsed) -> Option<Parsed>,
+{
     let mut diags = Vec::new();
-    let mut files: Vec<(RelPath, bool)> = Vec::new();
+    let mut found: Vec<(RelPath, Parsed)> = Vec::new();
     // A failed managed listing is logged once by every discovery, whatever it then looks up
     // (decision D-MAN-1); the session's sort and dedup fold it with the lookups' own reports.
     if let Err(diag) = source.available() {
         diags.extend(diag);
     } else if rules_dir_walkable(source, config, &mut diags) {
-        walk(source, config, &mut files, &mut diags);
+        walk(source, config, &sieve, &mut found, &mut diags);
     }
-    files.sort();
-    (files, diags)
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    (found, diags)
 }
 
 /// Walks `.elowen/rules` recursively and parses every module.
 pub fn modules(source: &Source, config: &Config) -> Modules {
-    let (files, mut diags) = module_files(source, config);
+    let (found, mut diags) = found_modules(source, config, || Some);
+    // Each share's globs compiled into one set on its own thread, owners counted from the
+    // share's first conditional module, then the sets put end to end.
+    let compiled = par_chunks(&found, PARALLEL_FROM, |part| {
+        let count = part.iter().filter(|(_, p)| matches!(p, Parsed::Conditional(..))).count();
+        (compile_share(source.platform(), part.iter().map(|(_, p)| p)), count)
+    });
+    let mut shares = Vec::with_capacity(compiled.len());
+    let mut before = 0;
+    for (rules, count) in compiled {
+        shares.push((rules, before));
+        before += count;
+    }
     let mut unconditional = Vec::new();
     let mut conditional = Vec::new();
-    let mut shares = Vec::new();
-    for (parsed, rules) in parse_all(source, config, &files) {
-        shares.push((rules, conditional.len()));
-        for outcome in parsed {
-            match outcome {
-                Parsed::Unconditional(m) => unconditional.push(m),
-                Parsed::Conditional(m, _) => conditional.push(m),
-                Parsed::Refused(d) => diags.push(d),
-                Parsed::Absent => {}
-            }
+    for (_, outcome) in found {
+        match outcome {
+            Parsed::Unconditional(m) => unconditional.push(m),
+            Parsed::Conditional(m, _) => conditional.push(m),
+            Parsed::Refused(d) => diags.push(d),
+            Parsed::Absent => {}
         }
     }
     Modules { unconditional, conditional, rules: CompiledRules::concat(shares), diagnostics: diags }
@@ -163,41 +177,31 @@ pub(crate) enum Keep<'a> {
 /// gives (a trigger never returns an unconditional module; the startup prefix holds them). A
 /// startup keeps the unconditional modules, the prefix.
 pub(crate) fn modules_keeping(source: &Source, config: &Config, keep: Keep<'_>) -> Modules {
-    let (files, mut diags) = module_files(source, config);
     let platform = source.platform();
-    let shares = par_chunks(&files, PARALLEL_FROM, |part| {
+    let (found, mut diags) = found_modules(source, config, || {
         let mut matcher = match keep {
             Keep::Matching(batch) => Some(BatchMatcher::new(platform, batch)),
             Keep::Unconditional => None,
         };
-        let mut kept = Vec::new();
-        let mut refused = Vec::new();
-        for (path, plain) in part {
-            match parse_one(source, config, path, *plain) {
-                Parsed::Refused(d) => refused.push(d),
-                Parsed::Unconditional(m) if matcher.is_none() => kept.push(Parsed::Unconditional(m)),
-                Parsed::Conditional(m, globs) if matcher.as_mut().is_some_and(|b| b.any(&globs)) => {
-                    kept.push(Parsed::Conditional(m, globs));
-                }
-                Parsed::Conditional(..) | Parsed::Unconditional(_) | Parsed::Absent => {}
-            }
+        move |parsed| match parsed {
+            Parsed::Refused(_) => Some(parsed),
+            Parsed::Unconditional(_) if matcher.is_none() => Some(parsed),
+            Parsed::Conditional(_, ref globs) if matcher.as_mut().is_some_and(|b| b.any(globs)) => Some(parsed),
+            Parsed::Conditional(..) | Parsed::Unconditional(_) | Parsed::Absent => None,
         }
-        (kept, refused)
     });
     let mut rules = RulesBuilder::new(platform);
     let (mut unconditional, mut conditional) = (Vec::new(), Vec::new());
-    for (kept, refused) in shares {
-        for parsed in kept {
-            match parsed {
-                Parsed::Unconditional(m) => unconditional.push(m),
-                Parsed::Conditional(m, globs) => {
-                    rules.add_compiled(conditional.len(), CompiledGlobs::validated(globs));
-                    conditional.push(m);
-                }
-                Parsed::Refused(_) | Parsed::Absent => {}
+    for (_, parsed) in found {
+        match parsed {
+            Parsed::Unconditional(m) => unconditional.push(m),
+            Parsed::Conditional(m, globs) => {
+                rules.add_compiled(conditional.len(), CompiledGlobs::validated(globs));
+                conditional.push(m);
             }
+            Parsed::Refused(d) => diags.push(d),
+            Parsed::Absent => {}
         }
-        diags.extend(refused);
     }
     Modules { unconditional, conditional, rules: rules.build(), diagnostics: diags }
 }
@@ -216,9 +220,14 @@ pub(crate) enum Parsed {
 /// directories under the real root, so no realpath is needed (D-LINK; the read still refuses to
 /// follow a link that replaced it since).
 pub(crate) fn parse_one(source: &Source, config: &Config, path: &RelPath, plain: bool) -> Parsed {
-    let mut diags = Vec::new();
     let outcome =
         if plain { source.read_listed_file(path, config.file_cap) } else { source.read(path, true, config.file_cap) };
+    parse_read(path, outcome)
+}
+
+/// Parses what reading the module file `path` gave.
+fn parse_read(path: &RelPath, outcome: ReadOutcome) -> Parsed {
+    let mut diags = Vec::new();
     let Some(text) = decode(outcome, path, &mut diags) else {
         return diags.pop().map_or(Parsed::Absent, Parsed::Refused);
     };
@@ -235,14 +244,6 @@ pub(crate) fn parse_one(source: &Source, config: &Config, path: &RelPath, plain:
 /// machine's cores (at most four), in order-preserving chunks.
 pub(crate) const PARALLEL_FROM: usize = 256;
 
-/// Reads, parses and compiles one contiguous share of the files: its outcomes in order, and the
-/// set of its conditional modules' globs (owners counted from the share's first module).
-fn parse_share(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> (Vec<Parsed>, CompiledRules) {
-    let parsed: Vec<Parsed> = files.iter().map(|(p, plain)| parse_one(source, config, p, *plain)).collect();
-    let rules = compile_share(source.platform(), parsed.iter());
-    (parsed, rules)
-}
-
 /// The set of one share's conditional modules' globs, owners counted from its first module.
 pub(crate) fn compile_share<'a>(platform: Platform, parsed: impl Iterator<Item = &'a Parsed>) -> CompiledRules {
     let mut rules = RulesBuilder::new(platform);
@@ -252,10 +253,6 @@ pub(crate) fn compile_share<'a>(platform: Platform, parsed: impl Iterator<Item =
         rules.add_compiled(next, CompiledGlobs::validated(globs.clone()));
     }
     rules.build()
-}
-
-fn parse_all(source: &Source, config: &Config, files: &[(RelPath, bool)]) -> Vec<(Vec<Parsed>, CompiledRules)> {
-    par_chunks(files, PARALLEL_FROM, |part| parse_share(source, config, part))
 }
 
 /// `.elowen` and `.elowen/rules` must be real directories. A link at either is not walked, and
@@ -323,34 +320,89 @@ pub(crate) fn sort_entry(platform: Platform, config: &Config, dir: &RelPath, ent
     }
 }
 
-/// Lists the directories of one level of the walk.
-fn list_level(source: &Source, config: &Config, level: &[RelPath]) -> Listed {
+/// What one level of the walk found: the folders of the next level, the module files read and
+/// parsed (what the sieve kept), and what was refused.
+#[derive(Default)]
+struct Level {
+    dirs: Vec<RelPath>,
+    found: Vec<(RelPath, Parsed)>,
+    diags: Vec<Diagnostic>,
+}
+
+/// Lists the directories of one level of the walk and reads each one's module files as soon as
+/// it is listed, through the handle it was listed through ([`Source::read_in`]): a file is not
+/// reached from the root again, and a folder's handle is closed before the next is opened. A
+/// link to a file inside is read by its path, resolved beneath the root. `spread`: the level is
+/// listed on one thread, so a folder of many files has them read on several.
+fn list_level<S>(source: &Source, config: &Config, level: &[RelPath], sieve: &(impl Fn() -> S + Sync), spread: bool) -> Level
+where
+    S: FnMut(Parsed) -> Option<Parsed>,
+{
     let platform = source.platform();
-    let mut out = Listed::default();
+    let mut out = Level::default();
+    let mut keep = sieve();
     for dir in level {
-        let entries = match source.list(Some(dir)) {
-            Ok(entries) => entries,
+        let (entries, folder) = match source.list_folder(Some(dir)) {
+            Ok(listed) => listed,
             Err(diag) => {
                 out.diags.extend(diag);
                 continue;
             }
         };
+        let mut listed = Listed::default();
         for entry in &entries {
-            sort_entry(platform, config, dir, entry, &mut out);
+            sort_entry(platform, config, dir, entry, &mut listed);
+        }
+        drop(entries);
+        out.dirs.append(&mut listed.dirs);
+        out.diags.append(&mut listed.diags);
+        let read = |path: &RelPath, plain: bool| {
+            if plain {
+                parse_read(path, source.read_in(&folder, path, path.file_name(), config.file_cap))
+            } else {
+                parse_one(source, config, path, false)
+            }
+        };
+        if spread && listed.files.len() >= PARALLEL_FROM {
+            let shares = par_chunks(&listed.files, PARALLEL_FROM, |part| {
+                let mut keep = sieve();
+                part.iter()
+                    .filter_map(|(path, plain)| keep(read(path, *plain)).map(|p| (path.clone(), p)))
+                    .collect::<Vec<_>>()
+            });
+            for share in shares {
+                out.found.extend(share);
+            }
+        } else {
+            for (path, plain) in listed.files {
+                if let Some(kept) = keep(read(&path, plain)) {
+                    out.found.push((path, kept));
+                }
+            }
         }
     }
     out
 }
 
-/// Walks the rules tree level by level; a wide level is listed on several threads. Only real
-/// directories are entered, so the walk ends on any tree, links and loops included.
-fn walk(source: &Source, config: &Config, files: &mut Vec<(RelPath, bool)>, diags: &mut Vec<Diagnostic>) {
+/// Walks the rules tree level by level, reading each folder's module files as it is listed; a
+/// wide level is listed on several threads. Only real directories are entered, so the walk ends
+/// on any tree, links and loops included.
+fn walk<S>(
+    source: &Source,
+    config: &Config,
+    sieve: &(impl Fn() -> S + Sync),
+    found: &mut Vec<(RelPath, Parsed)>,
+    diags: &mut Vec<Diagnostic>,
+) where
+    S: FnMut(Parsed) -> Option<Parsed>,
+{
     let mut level = vec![config.rules_dir.clone()];
     while !level.is_empty() {
         let mut next = Vec::new();
-        for listed in par_chunks(&level, PARALLEL_DIRS_FROM, |part| list_level(source, config, part)) {
+        let spread = level.len() < PARALLEL_DIRS_FROM;
+        for listed in par_chunks(&level, PARALLEL_DIRS_FROM, |part| list_level(source, config, part, sieve, spread)) {
             next.extend(listed.dirs);
-            files.extend(listed.files);
+            found.extend(listed.found);
             diags.extend(listed.diags);
         }
         level = next;
@@ -469,11 +521,12 @@ mod tests {
         let source = Source::Host(HostSource::new(dir.path()).unwrap());
         let config = Config::modules();
         let parallel = modules(&source, &config);
-        let mut files = Vec::new();
-        let mut diags = Vec::new();
-        walk(&source, &config, &mut files, &mut diags);
+        // One thread, one file at a time, each reached from the root by its path.
+        let mut files: Vec<RelPath> = (0..(PARALLEL_FROM * 2))
+            .filter_map(|i| RelPath::parse(&format!(".elowen/rules/d{}/m{i}.md", i % 7)))
+            .collect();
         files.sort();
-        let (sequential, _) = parse_share(&source, &config, &files);
+        let sequential: Vec<Parsed> = files.iter().map(|p| parse_one(&source, &config, p, true)).collect();
         let unconditional: Vec<&Loaded> =
             sequential.iter().filter_map(|p| if let Parsed::Unconditional(m) = p { Some(m) } else { None }).collect();
         let conditional: Vec<&Loaded> =

@@ -62,6 +62,16 @@ pub struct Entry {
     pub kind: EntryKind,
 }
 
+/// A folder as a listing opened it ([`Source::list_folder`]): on the host, the handle it was
+/// listed through; elsewhere, nothing to hold (files are read by path).
+#[derive(Debug)]
+pub(crate) enum Folder {
+    /// The handle the host folder was listed through.
+    Held(Place),
+    /// Read by path.
+    ByPath,
+}
+
 /// The answer of a bounded read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReadOutcome {
@@ -170,6 +180,35 @@ impl Source {
     /// read resolves it beneath the root.
     pub fn read_listed_file(&self, path: &RelPath, cap: u64) -> ReadOutcome {
         self.read(path, true, cap)
+    }
+
+    /// The entries of `dir` as [`Source::list`] gives them, with the folder that listing opened,
+    /// to read the regular files it found through the same handle ([`Source::read_in`]).
+    pub(crate) fn list_folder(&self, dir: Option<&RelPath>) -> Result<(Vec<Entry>, Folder), Option<Diagnostic>> {
+        match self {
+            Source::Nothing => Ok((Vec::new(), Folder::ByPath)),
+            Source::Host(h) => {
+                h.list_held(dir).map(|(entries, place)| (entries, place.map_or(Folder::ByPath, Folder::Held)))
+            }
+            Source::Mem(m) => m.list(dir).map(|entries| (entries, Folder::ByPath)),
+        }
+    }
+
+    /// Reads `path`, the entry `name` that the listing of `folder` found as a regular file, as
+    /// [`Source::read_listed_file`] does, through the folder's handle: the file is looked at
+    /// below the handle and opened by it and its name, without resolving its folder again from
+    /// the root. Should anything but a regular file be there now (a link swapped in since the
+    /// listing, say), the read resolves `path` beneath the root as any confined read does.
+    ///
+    /// The handle was opened beneath the root, through real directories only, when the folder
+    /// was listed; a folder moved out of the root since still holds only what was inside it (or
+    /// what was moved into it, which could as well have been moved into the root), so nothing
+    /// outside the root is read through it that a rename into the root could not have put there.
+    pub(crate) fn read_in(&self, folder: &Folder, path: &RelPath, name: &str, cap: u64) -> ReadOutcome {
+        match (self, folder) {
+            (Source::Host(h), Folder::Held(place)) => h.read_in(place, path, OsStr::new(name), cap),
+            _ => self.read_listed_file(path, cap),
+        }
     }
 
     /// Reads at most `max + 1` bytes from the start of `path`, whatever its size, so a caller can
@@ -373,7 +412,7 @@ impl HostSource {
         }
     }
 
-    fn kind_of(&self, dir: &Place, name: &OsStr, ft: FileType, path: &RelPath) -> EntryKind {
+    fn kind_of(&self, dir: &Place, name: &OsStr, ft: FileType, path: impl FnOnce() -> Option<RelPath>) -> EntryKind {
         let ft = if ft == FileType::Unknown {
             match look(dir, name) {
                 Ok(st) => FileType::from_raw_mode(st.st_mode),
@@ -383,7 +422,8 @@ impl HostSource {
             ft
         };
         match ft {
-            FileType::Symlink => self.classify_link(dir, name, path),
+            // Only a link needs its path (to be judged); a listed name always has one.
+            FileType::Symlink => path().map_or(EntryKind::LinkRefused, |path| self.classify_link(dir, name, &path)),
             FileType::Directory => EntryKind::Dir,
             FileType::RegularFile => EntryKind::File,
             _ => EntryKind::Other,
@@ -394,11 +434,17 @@ impl HostSource {
     /// (`file.unreadable`), never silently empty; one that became a link meanwhile is judged as
     /// the walk would judge that link's entry.
     fn list(&self, dir: Option<&RelPath>) -> Result<Vec<Entry>, Option<Diagnostic>> {
+        self.list_held(dir).map(|(entries, _)| entries)
+    }
+
+    /// [`HostSource::list`], with the handle the folder was listed through (none when there was
+    /// nothing to list).
+    fn list_held(&self, dir: Option<&RelPath>) -> Result<(Vec<Entry>, Option<Place>), Option<Diagnostic>> {
         let names: Vec<OsString> = dir.map_or_else(Vec::new, |d| d.segments().map(OsString::from).collect());
         let shown = dir.map_or("", RelPath::as_str);
         let listing = match self.root.list(&names) {
             Ok(l) => l,
-            Err(ListFail::Gone) => return Ok(Vec::new()),
+            Err(ListFail::Gone) => return Ok((Vec::new(), None)),
             Err(ListFail::Io(e)) => {
                 return Err(Some(Diagnostic::new(
                     Code::FileUnreadable,
@@ -407,7 +453,7 @@ impl HostSource {
                 )))
             }
             Err(ListFail::Link { parent, name }) => {
-                let Some(at) = link_path(&parent, &name) else { return Ok(Vec::new()) };
+                let Some(at) = link_path(&parent, &name) else { return Ok((Vec::new(), None)) };
                 return match self.classify_link(&parent, &name, &at) {
                     EntryKind::LinkOutside => Err(Some(Diagnostic::new(
                         Code::InstructionModuleEscape,
@@ -415,7 +461,7 @@ impl HostSource {
                         format!("'{at}' is a symlink out of the project (it is not walked)"),
                     ))),
                     // A link inside the root is not walked (D-LINK-2).
-                    _ => Ok(Vec::new()),
+                    _ => Ok((Vec::new(), None)),
                 };
             }
         };
@@ -426,15 +472,15 @@ impl HostSource {
                 // A name that is not UTF-8 has no /-form path; it can hold no instruction file
                 // the suite can name, so it is passed over.
                 let text = name.to_str()?.to_string();
-                let path = match dir {
-                    Some(d) => d.join(&text)?,
-                    None => RelPath::parse(&text)?,
+                let path = || match dir {
+                    Some(d) => d.join(&text),
+                    None => RelPath::parse(&text),
                 };
-                Some(Entry { kind: self.kind_of(&listing.place, &name, ft, &path), name: text })
+                Some(Entry { kind: self.kind_of(&listing.place, &name, ft, path), name: text })
             })
             .collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        Ok((out, Some(listing.place)))
     }
 
     /// What the entry at `path` is. An entry in a folder that cannot be searched is answered as
@@ -443,7 +489,7 @@ impl HostSource {
         match self.root.walk(self.root.place(), OsStr::new(path.as_str()), Scope::Beneath, false) {
             Ok(End::Place(_)) => Some(EntryKind::Dir),
             Ok(End::Entry { dir, name, stat }) => {
-                Some(self.kind_of(&dir, &name, FileType::from_raw_mode(stat.st_mode), path))
+                Some(self.kind_of(&dir, &name, FileType::from_raw_mode(stat.st_mode), || Some(path.clone())))
             }
             // A folder on the way became a link out since it was looked at.
             Err(Fail::Escape) => Some(EntryKind::LinkOutside),
@@ -506,6 +552,23 @@ impl HostSource {
             return (found, None);
         }
         (None, None)
+    }
+
+    /// [`Source::read_in`] on the host: `name` looked at below `place` and, when it is no link,
+    /// opened by the handle and its name ([`Root::open_entry`]: a regular file on a real
+    /// filesystem only, the very file looked at). Anything else, or a file gone or changed since
+    /// it was looked at, is read as [`HostSource::read_with`] reads `path`, confined.
+    fn read_in(&self, place: &Place, path: &RelPath, name: &OsStr, cap: u64) -> ReadOutcome {
+        if let Ok(seen) = look(place, name) {
+            if FileType::from_raw_mode(seen.st_mode) != FileType::Symlink {
+                match self.root.open_entry(place, name, &seen) {
+                    Ok((file, stat)) => return read_open(file, file_size(&stat), path, Bound::Cap(cap)),
+                    Err(r @ (Refusal::NotRegular | Refusal::PseudoFs)) => return refusal(path, r),
+                    Err(_) => {}
+                }
+            }
+        }
+        self.read_with(path, true, Bound::Cap(cap), None)
     }
 
     fn read_with(&self, path: &RelPath, confined: bool, bound: Bound, check: Option<TargetCheck<'_>>) -> ReadOutcome {
