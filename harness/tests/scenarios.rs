@@ -95,6 +95,9 @@ fn main() -> ExitCode {
     if let Some(modes) = std::env::var_os("CONFORMANCE_REFERENCE_MODES") {
         return run_modes(&modes.to_string_lossy());
     }
+    // A run stopped by SIGINT, SIGTERM or SIGHUP (a timeout of `.ci/mutants`, Ctrl-C) removes
+    // the sandboxes of the cases in flight, as the `conformance` CLI does.
+    harness::cleanup::install_signal_handlers();
     harness::adapter::export_env_canary();
     let args = Arguments::from_args();
     let dir = default_cases_dir();
