@@ -134,43 +134,22 @@ where
 
 /// Walks `.elowen/rules` recursively and parses every module.
 pub fn modules(source: &Source, config: &Config) -> Modules {
-    let (found, mut diags) = found_modules(source, config, || Some);
-    // Each share's globs compiled into one set on its own thread, owners counted from the
-    // share's first conditional module, then the sets put end to end.
-    let compiled = par_chunks(&found, PARALLEL_FROM, |part| {
-        let count = part.iter().filter(|(_, p)| matches!(p, Parsed::Conditional(..))).count();
-        (compile_share(source.platform(), part.iter().map(|(_, p)| p)), count)
-    });
-    let mut shares = Vec::with_capacity(compiled.len());
-    let mut before = 0;
-    for (rules, count) in compiled {
-        shares.push((rules, before));
-        before += count;
-    }
-    let mut unconditional = Vec::new();
-    let mut conditional = Vec::new();
-    for (_, outcome) in found {
-        match outcome {
-            Parsed::Unconditional(m) => unconditional.push(m),
-            Parsed::Conditional(m, _) => conditional.push(m),
-            Parsed::Refused(d) => diags.push(d),
-            Parsed::Absent => {}
-        }
-    }
-    Modules { unconditional, conditional, rules: CompiledRules::concat(shares), diagnostics: diags }
+    modules_keeping(source, config, Keep::All)
 }
 
-/// Which modules a discovery that needs only some of them keeps ([`modules_keeping`]).
+/// Which modules a discovery keeps ([`modules_keeping`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Keep<'a> {
+    /// Every module: the whole discovery ([`modules`]).
+    All,
     /// The unconditional modules, for a session's startup prefix.
     Unconditional,
     /// The conditional modules with a pattern that matches a path of one trigger's batch.
     Matching(&'a [RelPath]),
 }
 
-/// A discovery that keeps only what its caller uses: the same walk, reads and diagnostics as
-/// [`modules`], but of the modules only those `keep` names; every other module is dropped as
+/// A discovery that keeps only what its caller uses: the same walk, reads and diagnostics for
+/// every `keep`, but of the modules only those `keep` names; every other module is dropped as
 /// soon as it is parsed, so the discovery holds the content it returns and one share's module
 /// at a time, not the whole tree's content (issue 13). A trigger keeps what its batch
 /// activates: resolving the batch against that gives what resolving it against [`modules`]
@@ -181,29 +160,39 @@ pub(crate) fn modules_keeping(source: &Source, config: &Config, keep: Keep<'_>) 
     let (found, mut diags) = found_modules(source, config, || {
         let mut matcher = match keep {
             Keep::Matching(batch) => Some(BatchMatcher::new(platform, batch)),
-            Keep::Unconditional => None,
+            Keep::All | Keep::Unconditional => None,
         };
-        move |parsed| match parsed {
-            Parsed::Refused(_) => Some(parsed),
-            Parsed::Unconditional(_) if matcher.is_none() => Some(parsed),
-            Parsed::Conditional(_, ref globs) if matcher.as_mut().is_some_and(|b| b.any(globs)) => Some(parsed),
-            Parsed::Conditional(..) | Parsed::Unconditional(_) | Parsed::Absent => None,
+        move |parsed| match (keep, parsed) {
+            (Keep::All, parsed) | (_, parsed @ Parsed::Refused(_)) => Some(parsed),
+            (Keep::Unconditional, parsed @ Parsed::Unconditional(_)) => Some(parsed),
+            (Keep::Matching(_), Parsed::Conditional(m, globs)) if matcher.as_mut().is_some_and(|b| b.any(&globs)) => {
+                Some(Parsed::Conditional(m, globs))
+            }
+            (_, Parsed::Conditional(..) | Parsed::Unconditional(_) | Parsed::Absent) => None,
         }
     });
-    let mut rules = RulesBuilder::new(platform);
+    // Each share's globs compiled into one set on its own thread, owners counted from the
+    // share's first conditional module, then the sets put end to end.
+    let compiled = par_chunks(&found, PARALLEL_FROM, |part| {
+        let count = part.iter().filter(|(_, p)| matches!(p, Parsed::Conditional(..))).count();
+        (compile_share(platform, part.iter().map(|(_, p)| p)), count)
+    });
+    let mut shares = Vec::with_capacity(compiled.len());
+    let mut before = 0;
+    for (rules, count) in compiled {
+        shares.push((rules, before));
+        before += count;
+    }
     let (mut unconditional, mut conditional) = (Vec::new(), Vec::new());
     for (_, parsed) in found {
         match parsed {
             Parsed::Unconditional(m) => unconditional.push(m),
-            Parsed::Conditional(m, globs) => {
-                rules.add_compiled(conditional.len(), CompiledGlobs::validated(globs));
-                conditional.push(m);
-            }
+            Parsed::Conditional(m, _) => conditional.push(m),
             Parsed::Refused(d) => diags.push(d),
             Parsed::Absent => {}
         }
     }
-    Modules { unconditional, conditional, rules: rules.build(), diagnostics: diags }
+    Modules { unconditional, conditional, rules: CompiledRules::concat(shares), diagnostics: diags }
 }
 
 /// One module file, read and parsed.
@@ -334,7 +323,13 @@ struct Level {
 /// reached from the root again, and a folder's handle is closed before the next is opened. A
 /// link to a file inside is read by its path, resolved beneath the root. `spread`: the level is
 /// listed on one thread, so a folder of many files has them read on several.
-fn list_level<S>(source: &Source, config: &Config, level: &[RelPath], sieve: &(impl Fn() -> S + Sync), spread: bool) -> Level
+fn list_level<S>(
+    source: &Source,
+    config: &Config,
+    level: &[RelPath],
+    sieve: &(impl Fn() -> S + Sync),
+    spread: bool,
+) -> Level
 where
     S: FnMut(Parsed) -> Option<Parsed>,
 {
