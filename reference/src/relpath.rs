@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 /// A `/`-form path relative to the root. Never empty, never starts or ends with `/`, and has no
 /// `.`, `..` or empty segment.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(try_from = "String")]
 pub struct RelPath(String);
 
 impl RelPath {
@@ -88,11 +88,6 @@ impl RelPath {
     pub fn depth(&self) -> usize {
         self.segments().count()
     }
-
-    /// Whether `self` is `prefix` or below it.
-    pub fn starts_with(&self, prefix: &RelPath) -> bool {
-        self.0 == prefix.0 || (self.0.starts_with(&prefix.0) && self.0.as_bytes().get(prefix.0.len()) == Some(&b'/'))
-    }
 }
 
 impl fmt::Display for RelPath {
@@ -105,12 +100,6 @@ impl TryFrom<String> for RelPath {
     type Error = String;
     fn try_from(s: String) -> Result<Self, Self::Error> {
         RelPath::parse(&s).ok_or_else(|| format!("'{s}' is not a normal /-form relative path"))
-    }
-}
-
-impl From<RelPath> for String {
-    fn from(p: RelPath) -> String {
-        p.0
     }
 }
 
