@@ -310,21 +310,30 @@ impl Root {
             let (folder, name) = rel.rsplit_once('/').unwrap_or((".", rel));
             let fd = self.openat2(OsStr::new(folder), dir_flags(), rfs::ResolveFlags::empty()).ok()?;
             let dir = Place { base: Base::Root, names: Vec::new(), fd: Arc::new(fd) };
-            let seen = look(&dir, OsStr::new(name)).ok()?;
-            if FileType::from_raw_mode(seen.st_mode) == FileType::Symlink {
-                return None;
-            }
-            match self.open_entry(&dir, OsStr::new(name), &seen) {
-                Ok(opened) => Some(Ok(opened)),
-                Err(r @ (Refusal::NotRegular | Refusal::PseudoFs)) => Some(Err(r)),
-                // Gone or changed since it was looked at, or refused: the walk decides.
-                Err(_) => None,
-            }
+            self.open_in(&dir, OsStr::new(name))
         }
         #[cfg(not(target_os = "linux"))]
         {
             let _ = rel;
             None
+        }
+    }
+
+    /// Opens the entry `name` of the directory handle `dir` for reading when it is a regular file
+    /// and no link: it is looked at (`fstatat` below the handle, which opens nothing) before it is
+    /// opened by the handle and its name ([`Root::open_entry`]). `Some` with the opened file, or
+    /// its refusal as not regular; `None` when the walk must decide (the entry is a link, is
+    /// gone, or changed since it was looked at).
+    pub(crate) fn open_in(&self, dir: &Place, name: &OsStr) -> Option<Result<(File, Stat), Refusal>> {
+        let seen = look(dir, name).ok()?;
+        if FileType::from_raw_mode(seen.st_mode) == FileType::Symlink {
+            return None;
+        }
+        match self.open_entry(dir, name, &seen) {
+            Ok(opened) => Some(Ok(opened)),
+            Err(r @ (Refusal::NotRegular | Refusal::PseudoFs)) => Some(Err(r)),
+            // Gone or changed since it was looked at, or refused: the walk decides.
+            Err(_) => None,
         }
     }
 

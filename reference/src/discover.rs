@@ -353,7 +353,7 @@ where
         out.diags.append(&mut listed.diags);
         let read = |path: &RelPath, plain: bool| {
             if plain {
-                parse_read(path, source.read_in(&folder, path, path.file_name(), config.file_cap))
+                parse_read(path, source.read_in(&folder, path, config.file_cap))
             } else {
                 parse_one(source, config, path, false)
             }

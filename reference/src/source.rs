@@ -194,7 +194,7 @@ impl Source {
         }
     }
 
-    /// Reads `path`, the entry `name` that the listing of `folder` found as a regular file, as
+    /// Reads `path`, an entry that the listing of `folder` found as a regular file, as
     /// [`Source::read_listed_file`] does, through the folder's handle: the file is looked at
     /// below the handle and opened by it and its name, without resolving its folder again from
     /// the root. Should anything but a regular file be there now (a link swapped in since the
@@ -204,9 +204,9 @@ impl Source {
     /// was listed; a folder moved out of the root since still holds only what was inside it (or
     /// what was moved into it, which could as well have been moved into the root), so nothing
     /// outside the root is read through it that a rename into the root could not have put there.
-    pub(crate) fn read_in(&self, folder: &Folder, path: &RelPath, name: &str, cap: u64) -> ReadOutcome {
+    pub(crate) fn read_in(&self, folder: &Folder, path: &RelPath, cap: u64) -> ReadOutcome {
         match (self, folder) {
-            (Source::Host(h), Folder::Held(place)) => h.read_in(place, path, OsStr::new(name), cap),
+            (Source::Host(h), Folder::Held(place)) => h.read_in(place, path, cap),
             _ => self.read_listed_file(path, cap),
         }
     }
@@ -554,21 +554,16 @@ impl HostSource {
         (None, None)
     }
 
-    /// [`Source::read_in`] on the host: `name` looked at below `place` and, when it is no link,
-    /// opened by the handle and its name ([`Root::open_entry`]: a regular file on a real
-    /// filesystem only, the very file looked at). Anything else, or a file gone or changed since
-    /// it was looked at, is read as [`HostSource::read_with`] reads `path`, confined.
-    fn read_in(&self, place: &Place, path: &RelPath, name: &OsStr, cap: u64) -> ReadOutcome {
-        if let Ok(seen) = look(place, name) {
-            if FileType::from_raw_mode(seen.st_mode) != FileType::Symlink {
-                match self.root.open_entry(place, name, &seen) {
-                    Ok((file, stat)) => return read_open(file, file_size(&stat), path, Bound::Cap(cap)),
-                    Err(r @ (Refusal::NotRegular | Refusal::PseudoFs)) => return refusal(path, r),
-                    Err(_) => {}
-                }
-            }
+    /// [`Source::read_in`] on the host: `path`'s last name opened below `place` when it is a
+    /// regular file and no link ([`Root::open_in`], the kernel fast path's own step). Anything
+    /// else, or a file gone or changed since it was looked at, is read as
+    /// [`HostSource::read_with`] reads `path`, confined.
+    fn read_in(&self, place: &Place, path: &RelPath, cap: u64) -> ReadOutcome {
+        match self.root.open_in(place, OsStr::new(path.file_name())) {
+            Some(Ok((file, stat))) => read_open(file, file_size(&stat), path, Bound::Cap(cap)),
+            Some(Err(r)) => refusal(path, r),
+            None => self.read_with(path, true, Bound::Cap(cap), None),
         }
-        self.read_with(path, true, Bound::Cap(cap), None)
     }
 
     fn read_with(&self, path: &RelPath, confined: bool, bound: Bound, check: Option<TargetCheck<'_>>) -> ReadOutcome {
@@ -1059,6 +1054,51 @@ mod tests {
                     matches!(got, ReadOutcome::Refused(Code::InstructionModuleEscape, _)),
                     "{confinement:?} {out}: {got:?}"
                 );
+            }
+        }
+    }
+
+    /// A file read through the handle its folder was listed with ([`Source::read_in`]) is the file
+    /// there at the read: one swapped since the listing for a link out of the root is refused as an
+    /// escape, one swapped for a FIFO as not regular, one removed is absent, one rewritten is read
+    /// as it is now; never a byte from outside, on either resolver.
+    #[test]
+    fn a_file_swapped_after_its_folder_was_listed_is_read_as_it_is_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        let rules = root.join(".elowen/rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        std::fs::write(dir.path().join("secret.md"), "CANARY outside").unwrap();
+        for confinement in [Confinement::Kernel, Confinement::Fallback] {
+            for name in ["out.md", "fifo.md", "gone.md", "edited.md"] {
+                std::fs::write(rules.join(name), "listed").unwrap();
+            }
+            let source = Source::Host(HostSource::with_confinement(&root, confinement).unwrap());
+            let (entries, folder) = source.list_folder(Some(&rp(".elowen/rules"))).unwrap();
+            assert!(matches!(folder, Folder::Held(_)), "{confinement:?}");
+            assert_eq!(entries.len(), 4, "{confinement:?}");
+            std::fs::remove_file(rules.join("out.md")).unwrap();
+            std::os::unix::fs::symlink("../../../secret.md", rules.join("out.md")).unwrap();
+            std::fs::remove_file(rules.join("fifo.md")).unwrap();
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                rules.join("fifo.md"),
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+                0,
+            )
+            .unwrap();
+            std::fs::remove_file(rules.join("gone.md")).unwrap();
+            std::fs::write(rules.join("edited.md"), "edited").unwrap();
+            let read = |name: &str| source.read_in(&folder, &rp(&format!(".elowen/rules/{name}")), 100);
+            let out = read("out.md");
+            assert!(matches!(out, ReadOutcome::Refused(Code::InstructionModuleEscape, _)), "{confinement:?}: {out:?}");
+            let fifo = read("fifo.md");
+            assert!(matches!(fifo, ReadOutcome::Refused(Code::FileNotRegular, _)), "{confinement:?}: {fifo:?}");
+            assert_eq!(read("gone.md"), ReadOutcome::Absent, "{confinement:?}");
+            assert_eq!(read("edited.md"), ReadOutcome::Bytes(b"edited".to_vec()), "{confinement:?}");
+            for name in ["out.md", "fifo.md", "edited.md"] {
+                std::fs::remove_file(rules.join(name)).unwrap();
             }
         }
     }
