@@ -67,7 +67,18 @@ impl Beneath {
             walked.push_str(folder);
             let next = match rfs::openat(&dir, *folder, dir_flags(), Mode::empty()) {
                 Ok(fd) => fd,
-                Err(Errno::NOENT) if create => {
+                Err(e @ (Errno::NOENT | Errno::NOTDIR)) if create => {
+                    // A file (never a link) in the way becomes a folder, as it does in an
+                    // in-memory tree.
+                    if e == Errno::NOTDIR {
+                        match self.kind(&dir, folder) {
+                            Some(FileType::Symlink | FileType::Directory) | None => {
+                                return Err(self.refusal(rel, &walked, &dir, folder, e))
+                            }
+                            Some(_) => rfs::unlinkat(&dir, *folder, AtFlags::empty())
+                                .map_err(|e| format!("'{rel}': cannot replace the file '{walked}': {e}"))?,
+                        }
+                    }
                     match rfs::mkdirat(&dir, *folder, Mode::from_raw_mode(0o755)) {
                         Ok(()) | Err(Errno::EXIST) => {}
                         Err(e) => return Err(format!("'{rel}': cannot create '{walked}': {e}")),
@@ -109,12 +120,10 @@ impl Beneath {
     }
 
     /// Creates a new regular file at `rel` (replacing a file or link there, never writing through
-    /// one) and hands it to `fill`.
+    /// one, and a folder there with everything below it) and hands it to `fill`.
     fn create(&self, rel: &str, fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<(), String> {
         let (dir, name) = self.parent(rel, true)?;
-        if self.kind(&dir, name).is_some_and(|k| k != FileType::Directory) {
-            rfs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| format!("'{rel}': {e}"))?;
-        }
+        self.clear(&dir, name, rel)?;
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rfs::openat(&dir, name, flags, Mode::from_raw_mode(0o644)).map_err(|e| format!("'{rel}': {e}"))?;
         let mut file = std::fs::File::from(fd);
@@ -282,5 +291,20 @@ mod tests {
         let (_tmp, b, _) = setup();
         assert!(b.write("../x", b"x").is_err());
         assert!(b.write("/etc/x", b"x").is_err());
+    }
+
+    #[test]
+    fn a_write_replaces_a_folder_and_a_file_in_its_way() {
+        let (tmp, b, outside) = setup();
+        let sandbox = tmp.path().join("sandbox");
+        b.write("rules", b"a file").unwrap();
+        b.write("rules/a.md", b"a").unwrap();
+        assert_eq!(std::fs::read(sandbox.join("rules/a.md")).unwrap(), b"a");
+        b.write("api/deep/old.md", b"o").unwrap();
+        b.symlink("api/out", outside.to_str().unwrap()).unwrap();
+        b.write("api", b"now a file").unwrap();
+        assert_eq!(std::fs::read(sandbox.join("api")).unwrap(), b"now a file");
+        assert!(outside.join("secret").exists());
+        assert!(b.write("lnk/deeper/x", b"x").unwrap_err().contains("crosses the link 'lnk'"));
     }
 }

@@ -183,6 +183,15 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
             bad(path, format!("tree: '{path}' lies below the link '{link}' (the harness never writes through a link)"));
         }
     }
+    for path in s.tree.keys() {
+        let above = path.match_indices('/').map(|(i, _)| &path[..i]);
+        if let Some(file) = above
+            .into_iter()
+            .find(|a| s.tree.get(*a).is_some_and(|v| !matches!(v, TreeValue::Dir | TreeValue::Symlink(_))))
+        {
+            bad(path, format!("tree: '{path}' lies below the file '{file}' (an entry cannot be a file and a folder)"));
+        }
+    }
     let mut total: u64 = 0;
     for (path, value) in &s.tree {
         let bytes = match value {

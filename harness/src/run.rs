@@ -325,9 +325,9 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
     let edit = |r: &mut Running, edit: TreeEdit| -> Result<Option<StepOp>, String> {
         if let (Some(mem), Some(tree)) = (r.mem.as_mut(), r.open.tree.as_mut()) {
             match &edit {
-                TreeEdit::Write { path, hex } => mem.write(path, crate::wire::from_hex(hex)?),
+                TreeEdit::Write { path, hex } => mem.write(path, crate::wire::from_hex(hex)?)?,
                 TreeEdit::Delete { path } => mem.delete(path),
-                TreeEdit::Rename { from, to } => mem.rename(from, to),
+                TreeEdit::Rename { from, to } => mem.rename(from, to)?,
                 TreeEdit::Environment { state } => r.open.environment = Some(state.clone()),
             }
             *tree = mem.wire();

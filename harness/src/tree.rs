@@ -168,33 +168,111 @@ impl FakeHome {
 }
 
 /// The in-memory tree of a windows or managed case, kept by the harness so a restarted adapter
-/// is sent the tree as it is now.
-#[derive(Debug, Clone, Default)]
+/// is sent the tree as it is now. It follows the tree's own name rules, so what it sends is what
+/// the live tree holds: on a Windows target names compare case-insensitively (upper-cased, D-WIN-1)
+/// and keep the case they were first written in, and `\` separates as `/` does.
+#[derive(Debug, Clone)]
 pub struct MemModel {
+    windows: bool,
     entries: BTreeMap<String, TreeValue>,
 }
 
 impl MemModel {
     /// The scenario's tree.
     pub fn new(s: &Scenario) -> MemModel {
-        MemModel { entries: s.tree.clone() }
+        MemModel { windows: s.platform == Platform::Windows, entries: s.tree.clone() }
     }
 
-    /// Writes a file.
-    pub fn write(&mut self, path: &str, bytes: Vec<u8>) {
-        self.entries.insert(path.to_string(), TreeValue::File(bytes));
+    fn segments<'a>(&self, path: &'a str) -> Vec<&'a str> {
+        let split: Vec<&str> = if self.windows { path.split(['/', '\\']).collect() } else { path.split('/').collect() };
+        split.into_iter().filter(|s| !s.is_empty() && *s != ".").collect()
+    }
+
+    fn fold(&self, name: &str) -> String {
+        if self.windows {
+            name.chars().flat_map(char::to_uppercase).collect()
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// Whether `entry`'s first `n` segments name the same entry as `segs`.
+    fn same_prefix(&self, entry: &[&str], segs: &[&str]) -> bool {
+        entry.len() >= segs.len() && entry.iter().zip(segs).all(|(a, b)| self.fold(a) == self.fold(b))
+    }
+
+    /// `path` spelled as the tree stores it: each segment that names an existing entry (a file,
+    /// or a folder holding entries) takes that entry's stored case.
+    fn stored(&self, path: &str) -> Vec<String> {
+        let segs = self.segments(path);
+        let mut out: Vec<String> = Vec::with_capacity(segs.len());
+        for i in 0..segs.len() {
+            let found = self.entries.keys().find_map(|k| {
+                let ks = self.segments(k);
+                self.same_prefix(&ks, &segs[..=i]).then(|| ks[i].to_string())
+            });
+            out.push(found.unwrap_or_else(|| segs[i].to_string()));
+        }
+        out
+    }
+
+    /// The stored keys of `segs` and of everything below it.
+    fn at_or_below(&self, segs: &[String]) -> Vec<String> {
+        let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+        self.entries.keys().filter(|k| self.same_prefix(&self.segments(k), &segs)).cloned().collect()
+    }
+
+    /// Writes a file, replacing whatever stands at `path` (a folder with everything below it);
+    /// a file in its way becomes a folder, as the harness does on a host tree. A link in its way
+    /// is refused, as on a host tree.
+    pub fn write(&mut self, path: &str, bytes: Vec<u8>) -> Result<(), String> {
+        self.place(path, TreeValue::File(bytes))
+    }
+
+    fn place(&mut self, path: &str, value: TreeValue) -> Result<(), String> {
+        let segs = self.stored(path);
+        for i in 1..segs.len() {
+            let above = segs[..i].join("/");
+            match self.entries.get(&above) {
+                Some(TreeValue::Symlink(_)) => {
+                    return Err(format!(
+                        "'{path}' crosses the link '{above}' (the harness never writes through a link)"
+                    ))
+                }
+                Some(TreeValue::Dir) | None => {}
+                Some(_) => {
+                    self.entries.remove(&above);
+                }
+            }
+        }
+        for k in self.at_or_below(&segs) {
+            self.entries.remove(&k);
+        }
+        self.entries.insert(segs.join("/"), value);
+        Ok(())
     }
 
     /// Removes an entry and everything below it.
     pub fn delete(&mut self, path: &str) {
-        let below = format!("{path}/");
-        self.entries.retain(|k, _| k != path && !k.starts_with(&below));
+        let segs = self.stored(path);
+        for k in self.at_or_below(&segs) {
+            self.entries.remove(&k);
+        }
     }
 
-    /// Moves an entry.
-    pub fn rename(&mut self, from: &str, to: &str) {
-        if let Some(v) = self.entries.remove(from) {
-            self.entries.insert(to.to_string(), v);
+    /// Moves a file or link (a step renames no folder) to `to`, placed as [`MemModel::write`]
+    /// places a file.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), String> {
+        let key = self.stored(from).join("/");
+        let kept = self.clone();
+        match self.entries.remove(&key) {
+            Some(TreeValue::Dir) => {
+                self.entries.insert(key, TreeValue::Dir);
+                Err(format!("rename: '{from}' is a directory (only files are renamed)"))
+            }
+            Some(value) => self.place(to, value).inspect_err(|_| *self = kept),
+            None if self.at_or_below(&self.stored(from)).is_empty() => Err(format!("rename: '{from}' does not exist")),
+            None => Err(format!("rename: '{from}' is a directory (only files are renamed)")),
         }
     }
 
@@ -236,5 +314,58 @@ pub fn display_root(platform: Platform, root: &str) -> String {
             plain.trim_end_matches('/').to_string()
         }
         _ => root.trim_end_matches('/').to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(windows: bool, files: &[&str]) -> MemModel {
+        let entries = files.iter().map(|p| (p.to_string(), TreeValue::File(b"x".to_vec()))).collect();
+        MemModel { windows, entries }
+    }
+
+    fn keys(m: &MemModel) -> Vec<&str> {
+        m.entries.keys().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn a_windows_model_folds_names_and_keeps_the_stored_case() {
+        let mut m = model(true, &[".elowen/rules/api/old.md", ".elowen/rules/keep.md"]);
+        m.delete(r".ELOWEN\rules\API");
+        assert_eq!(keys(&m), [".elowen/rules/keep.md"]);
+        m.write(".Elowen/RULES/New.md", b"n".to_vec()).unwrap();
+        m.write(".elowen/rules/KEEP.md", b"k".to_vec()).unwrap();
+        assert_eq!(keys(&m), [".elowen/rules/New.md", ".elowen/rules/keep.md"]);
+        m.rename(".elowen/rules/new.MD", "b/c.md").unwrap();
+        assert_eq!(keys(&m), [".elowen/rules/keep.md", "b/c.md"]);
+    }
+
+    #[test]
+    fn a_posix_model_is_case_sensitive() {
+        let mut m = model(false, &["api/old.md"]);
+        m.delete("API");
+        assert_eq!(keys(&m), ["api/old.md"]);
+        assert!(m.rename("API/old.md", "x").unwrap_err().contains("does not exist"));
+    }
+
+    #[test]
+    fn a_write_replaces_a_folder_and_a_file_in_its_way() {
+        let mut m = model(true, &["rules", "api/old.md", "api/deep/er.md", "apiary.md"]);
+        m.write("rules/a.md", b"a".to_vec()).unwrap();
+        m.write("API", b"now a file".to_vec()).unwrap();
+        assert_eq!(keys(&m), ["api", "apiary.md", "rules/a.md"]);
+        assert!(m.rename("rules", "x").unwrap_err().contains("directory"));
+    }
+
+    #[test]
+    fn a_write_never_crosses_a_link() {
+        let mut m = model(false, &[]);
+        m.entries.insert("lnk".into(), TreeValue::Symlink("/etc".into()));
+        m.entries.insert("f.md".into(), TreeValue::File(b"f".to_vec()));
+        assert!(m.write("lnk/x.md", b"x".to_vec()).unwrap_err().contains("crosses the link 'lnk'"));
+        assert!(m.rename("f.md", "lnk/f.md").is_err());
+        assert_eq!(keys(&m), ["f.md", "lnk"]);
     }
 }

@@ -102,6 +102,12 @@ fn hostile_sizes_and_linked_case_files_are_refused_at_load() {
     assert!(text.contains("'lnk/y' lies below the link 'lnk'"), "{text}");
 
     let w = World::new();
+    w.case("t-file-and-folder", "tree:\n  a: \"a file\"\n  a/b/c.md: \"c\"\nsteps:\n  - start:\n");
+    let (code, text) = w.run(&["list", "--cases", w.root.join("cases").to_str().unwrap()]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("'a/b/c.md' lies below the file 'a'"), "{text}");
+
+    let w = World::new();
     w.case("t-huge", "tree:\n  big: {size: 1000000000000}\nsteps:\n  - start:\n");
     let (code, text) = w.run(&["list", "--cases", w.root.join("cases").to_str().unwrap()]);
     assert_eq!(code, 2, "{text}");
