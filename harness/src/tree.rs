@@ -204,14 +204,20 @@ impl MemModel {
     /// `path` spelled as the tree stores it: each segment that names an existing entry (a file,
     /// or a folder holding entries) takes that entry's stored case.
     fn stored(&self, path: &str) -> Vec<String> {
-        let segs = self.segments(path);
-        let mut out: Vec<String> = Vec::with_capacity(segs.len());
-        for i in 0..segs.len() {
+        let mut out: Vec<String> = Vec::new();
+        for seg in self.segments(path) {
+            let depth = out.len();
+            let mut prefix: Vec<&str> = out.iter().map(String::as_str).collect();
+            prefix.push(seg);
             let found = self.entries.keys().find_map(|k| {
                 let ks = self.segments(k);
-                self.same_prefix(&ks, &segs[..=i]).then(|| ks[i].to_string())
+                if self.same_prefix(&ks, &prefix) {
+                    ks.get(depth).map(|s| s.to_string())
+                } else {
+                    None
+                }
             });
-            out.push(found.unwrap_or_else(|| segs[i].to_string()));
+            out.push(found.unwrap_or_else(|| seg.to_string()));
         }
         out
     }
@@ -231,8 +237,12 @@ impl MemModel {
 
     fn place(&mut self, path: &str, value: TreeValue) -> Result<(), String> {
         let segs = self.stored(path);
-        for i in 1..segs.len() {
-            let above = segs[..i].join("/");
+        let mut above = String::new();
+        for seg in segs.iter().take(segs.len().saturating_sub(1)) {
+            if !above.is_empty() {
+                above.push('/');
+            }
+            above.push_str(seg);
             match self.entries.get(&above) {
                 Some(TreeValue::Symlink(_)) => {
                     return Err(format!(
