@@ -191,10 +191,19 @@ impl Beneath {
         }
     }
 
-    /// Moves `from` to `to` (a link moves as a link), creating `to`'s missing folders.
+    /// Moves `from` to `to` (a link moves as a link), creating `to`'s missing folders and
+    /// replacing what stands at `to` as [`Beneath::write`] does; never onto a folder holding `from`.
     pub fn rename(&self, from: &str, to: &str) -> Result<(), String> {
+        let (from_parts, to_parts) = (components(from)?, components(to)?);
+        if from_parts.len() > to_parts.len() && from_parts.starts_with(&to_parts) {
+            return Err(format!("rename '{from}' to '{to}': '{to}' holds '{from}'"));
+        }
         let (from_dir, from_name) = self.parent(from, false)?;
+        self.kind(&from_dir, from_name).ok_or_else(|| format!("rename '{from}' to '{to}': '{from}' does not exist"))?;
         let (to_dir, to_name) = self.parent(to, true)?;
+        if self.kind(&to_dir, to_name) == Some(FileType::Directory) {
+            remove_tree(&to_dir, to_name).map_err(|e| format!("rename '{from}' to '{to}': {e}"))?;
+        }
         rfs::renameat(&from_dir, from_name, &to_dir, to_name).map_err(|e| format!("rename '{from}' to '{to}': {e}"))
     }
 

@@ -273,7 +273,16 @@ impl MemModel {
     /// Moves a file or link (a step renames no folder) to `to`, placed as [`MemModel::write`]
     /// places a file.
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), String> {
-        let key = self.stored(from).join("/");
+        let (from_segs, to_segs) = (self.stored(from), self.stored(to));
+        if from_segs.len() > to_segs.len()
+            && self.same_prefix(
+                &from_segs.iter().map(String::as_str).collect::<Vec<_>>(),
+                &to_segs.iter().map(String::as_str).collect::<Vec<_>>(),
+            )
+        {
+            return Err(format!("rename '{from}' to '{to}': '{to}' holds '{from}'"));
+        }
+        let key = from_segs.join("/");
         let kept = self.clone();
         match self.entries.remove(&key) {
             Some(TreeValue::Dir) => {
@@ -367,6 +376,9 @@ mod tests {
         m.write("API", b"now a file".to_vec()).unwrap();
         assert_eq!(keys(&m), ["api", "apiary.md", "rules/a.md"]);
         assert!(m.rename("rules", "x").unwrap_err().contains("directory"));
+        m.rename("apiary.md", "api/x.md").unwrap();
+        assert!(m.rename("api/x.md", "API").unwrap_err().contains("holds"));
+        assert_eq!(keys(&m), ["api/x.md", "rules/a.md"]);
     }
 
     #[test]
