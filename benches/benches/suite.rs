@@ -22,7 +22,7 @@ fn suite(c: &mut Criterion) {
     group.bench_function("floor:in_process", |b| {
         b.iter(|| {
             let factory = || Ok(Box::new(InProcess::default()) as Box<dyn Implementation + Send>);
-            run_all(&cases, &factory, 1, &manifest, harness::run::Level::All, false).expect("run")
+            run_all(&cases, &factory, 1, &manifest, harness::run::Level::All, false, false).expect("run")
         })
     });
     let command = exe.to_string_lossy().into_owned();
@@ -32,7 +32,7 @@ fn suite(c: &mut Criterion) {
                 let imp = ProcessAdapter::new(command.clone(), home.path(), Duration::from_secs(20), 0);
                 Ok(Box::new(imp) as Box<dyn Implementation + Send>)
             };
-            run_all(&cases, &factory, 1, &manifest, harness::run::Level::All, false).expect("run")
+            run_all(&cases, &factory, 1, &manifest, harness::run::Level::All, false, false).expect("run")
         })
     });
     group.finish();

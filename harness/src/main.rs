@@ -181,6 +181,10 @@ struct RunArgs {
     /// Run shard K of N (`--shard 2/4`).
     #[arg(long)]
     shard: Option<String>,
+    /// Start no case after the first unexpected result (the cases already running finish); the
+    /// cases not run are reported as SKIP, and the run still fails.
+    #[arg(long)]
+    fail_fast: bool,
     /// Seconds an implementation may take to answer one request (in-process too). The default is 10.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
     timeout: u64,
@@ -341,7 +345,15 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
         LevelArg::All => Level::All,
         LevelArg::Seed => Level::Seed,
     };
-    let outcome = run_all(&selected, factory.as_ref(), usize::try_from(args.jobs).unwrap_or(1), &manifest, level, true);
+    let outcome = run_all(
+        &selected,
+        factory.as_ref(),
+        usize::try_from(args.jobs).unwrap_or(1),
+        &manifest,
+        level,
+        true,
+        args.fail_fast,
+    );
     // Every adapter has been stopped and reaped by now: any child left is a descendant that
     // escaped its process group, re-parented to the harness.
     drop(factory);
@@ -392,6 +404,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
              declared (cases needing them are now UNSUPPORTED, not run)",
             dropped.join(", ")
         );
+    }
+    let cut =
+        results.iter().filter_map(|r| r.reason.as_deref()).filter(|r| r.starts_with("not run: --fail-fast")).count();
+    if let Some(why) =
+        results.iter().find_map(|r| r.reason.as_deref().filter(|r| r.starts_with("not run: --fail-fast")))
+    {
+        eprintln!("conformance: {cut} cases {why}");
     }
     if let Some(why) = fatal {
         eprintln!("conformance: the run ended early: {why}");
@@ -468,7 +487,7 @@ fn matrix(
             }
         };
         let jobs = usize::try_from(jobs).unwrap_or(1);
-        let (hello, results) = run_all(&selected, &make, jobs, &Manifest::default(), Level::All, true)
+        let (hello, results) = run_all(&selected, &make, jobs, &Manifest::default(), Level::All, true, false)
             .map_err(|e| format!("{name}: {e}"))?;
         eprintln!("{name}: {} cases run", results.len());
         columns.push(harness::matrix::Column { name: name.to_string(), hello, results });

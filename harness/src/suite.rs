@@ -53,7 +53,9 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 pub type Factory<'a> = dyn Fn() -> Result<Box<dyn Implementation + Send>, String> + Sync + 'a;
 
 /// Runs `cases` with `jobs` parallel instances. Results come back in corpus order, one per case.
-/// `Err` when no instance could be made or said hello.
+/// With `fail_fast`, no case is started after the first result the manifest does not expect (the
+/// cases already running finish); the cases not run are SKIP, with that reason. `Err` when no
+/// instance could be made or said hello.
 pub fn run_all(
     cases: &[Case],
     factory: &Factory<'_>,
@@ -61,6 +63,7 @@ pub fn run_all(
     manifest: &Manifest,
     level: Level,
     progress: bool,
+    fail_fast: bool,
 ) -> Result<(Hello, Vec<CaseResult>), String> {
     let mut first = factory()?;
     let hello = first.hello().map_err(|e| format!("hello failed: {e}"))?;
@@ -68,6 +71,8 @@ pub fn run_all(
     let ctx = RunContext { hello: &hello, level };
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
+    // The case whose result stopped a fail-fast run.
+    let stopped_at: Mutex<Option<String>> = Mutex::new(None);
     let results: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; cases.len()]);
     let progress = progress && std::io::stderr().is_terminal();
     let worker = |mut imp: Box<dyn Implementation + Send>| loop {
@@ -75,6 +80,7 @@ pub fn run_all(
         let Some(case) = cases.get(i) else { break };
         let result = if manifest.skips(&case.scenario.id) { skipped(case) } else { run_case(imp.as_mut(), &ctx, case) };
         let fatal = result.fatal;
+        let unexpected = fail_fast && !manifest.apply(&mut result.clone());
         if let Ok(mut r) = results.lock() {
             if let Some(slot) = r.get_mut(i) {
                 *slot = Some(result);
@@ -86,6 +92,13 @@ pub fn run_all(
         }
         if fatal {
             // Stop handing out cases; the rest are reported as not run.
+            next.store(cases.len(), Ordering::SeqCst);
+            break;
+        }
+        if unexpected {
+            if let Ok(mut at) = stopped_at.lock() {
+                at.get_or_insert_with(|| case.name.clone());
+            }
             next.store(cases.len(), Ordering::SeqCst);
             break;
         }
@@ -107,12 +120,18 @@ pub fn run_all(
         let _ = write!(std::io::stderr(), "\r\x1b[K");
     }
     let results = results.into_inner().unwrap_or_default();
+    let stopped_at = stopped_at.into_inner().unwrap_or_default();
     let out = results
         .into_iter()
         .zip(cases)
         .map(|(r, case)| {
             r.unwrap_or_else(|| {
                 let mut r = skipped(case);
+                if let Some(at) = &stopped_at {
+                    r.reason =
+                        Some(format!("not run: --fail-fast stopped the run after {at}, the first unexpected result"));
+                    return r;
+                }
                 r.status = Status::Error;
                 r.reason = Some("not run: the run ended early (the implementation could not be restarted)".into());
                 r.fatal = true;

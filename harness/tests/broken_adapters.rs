@@ -80,8 +80,10 @@ fn every_injected_bug_fails_the_gate() {
     let bugs = String::from_utf8(list.stdout).unwrap();
     assert!(bugs.lines().count() > 5, "{bugs}");
     for bug in bugs.lines() {
+        // A bug needs one unexpected result to fail the gate: `--fail-fast` stops there (the
+        // unmutated proxy, which fails nothing, still runs the whole corpus).
         let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
-            .args(["run", "--jobs", "2", "--adapter"])
+            .args(["run", "--jobs", "2", "--fail-fast", "--adapter"])
             .arg(format!("{mutant} {bug} -- {}", reference.display()))
             .output()
             .unwrap();
@@ -91,6 +93,7 @@ fn every_injected_bug_fails_the_gate() {
             assert_eq!(code, 0, "the unmutated proxy must pass:\n{text}");
         } else {
             assert!(code == 1 || code == 2, "bug '{bug}' was not caught (exit {code}):\n{text}");
+            assert!(code == 2 || text.contains("--fail-fast stopped the run after"), "bug '{bug}': {text}");
         }
     }
 }
