@@ -326,7 +326,7 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
         if let (Some(mem), Some(tree)) = (r.mem.as_mut(), r.open.tree.as_mut()) {
             match &edit {
                 TreeEdit::Write { path, hex } => mem.write(path, crate::wire::from_hex(hex)?)?,
-                TreeEdit::Delete { path } => mem.delete(path),
+                TreeEdit::Delete { path } => mem.delete(path)?,
                 TreeEdit::Rename { from, to } => mem.rename(from, to)?,
                 TreeEdit::Environment { state } => r.open.environment = Some(state.clone()),
             }

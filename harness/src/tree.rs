@@ -262,12 +262,18 @@ impl MemModel {
         Ok(())
     }
 
-    /// Removes an entry and everything below it.
-    pub fn delete(&mut self, path: &str) {
+    /// Removes an entry and everything below it; an error, as on a host tree, when there is
+    /// none.
+    pub fn delete(&mut self, path: &str) -> Result<(), String> {
         let segs = self.stored(path);
-        for k in self.at_or_below(&segs) {
+        let gone = self.at_or_below(&segs);
+        if gone.is_empty() {
+            return Err(format!("delete '{path}': '{path}' does not exist"));
+        }
+        for k in gone {
             self.entries.remove(&k);
         }
+        Ok(())
     }
 
     /// Moves a file or link (a step renames no folder) to `to`, placed as [`MemModel::write`]
@@ -352,7 +358,8 @@ mod tests {
     #[test]
     fn a_windows_model_folds_names_and_keeps_the_stored_case() {
         let mut m = model(true, &[".elowen/rules/api/old.md", ".elowen/rules/keep.md"]);
-        m.delete(r".ELOWEN\rules\API");
+        m.delete(r".ELOWEN\rules\API").unwrap();
+        assert!(m.delete(".elowen/rules/api").unwrap_err().contains("does not exist"));
         assert_eq!(keys(&m), [".elowen/rules/keep.md"]);
         m.write(".Elowen/RULES/New.md", b"n".to_vec()).unwrap();
         m.write(".elowen/rules/KEEP.md", b"k".to_vec()).unwrap();
@@ -364,7 +371,7 @@ mod tests {
     #[test]
     fn a_posix_model_is_case_sensitive() {
         let mut m = model(false, &["api/old.md"]);
-        m.delete("API");
+        assert!(m.delete("API").is_err());
         assert_eq!(keys(&m), ["api/old.md"]);
         assert!(m.rename("API/old.md", "x").unwrap_err().contains("does not exist"));
     }
