@@ -184,10 +184,9 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
         }
     }
     for path in s.tree.keys() {
-        let above = path.match_indices('/').map(|(i, _)| &path[..i]);
-        if let Some(file) = above
-            .into_iter()
-            .find(|a| s.tree.get(*a).is_some_and(|v| !matches!(v, TreeValue::Dir | TreeValue::Symlink(_))))
+        let mut above = path.match_indices('/').map(|(i, _)| &path[..i]);
+        if let Some(file) =
+            above.find(|a| s.tree.get(*a).is_some_and(|v| !matches!(v, TreeValue::Dir | TreeValue::Symlink(_))))
         {
             bad(path, format!("tree: '{path}' lies below the file '{file}' (an entry cannot be a file and a folder)"));
         }

@@ -405,12 +405,13 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
             dropped.join(", ")
         );
     }
-    let cut =
-        results.iter().filter_map(|r| r.reason.as_deref()).filter(|r| r.starts_with("not run: --fail-fast")).count();
-    if let Some(why) =
-        results.iter().find_map(|r| r.reason.as_deref().filter(|r| r.starts_with("not run: --fail-fast")))
-    {
-        eprintln!("conformance: {cut} cases {why}");
+    let cut: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r.reason.as_deref())
+        .filter(|r| r.starts_with(harness::suite::FAIL_FAST_NOT_RUN))
+        .collect();
+    if let Some(why) = cut.first() {
+        eprintln!("conformance: {} cases {why}", cut.len());
     }
     if let Some(why) = fatal {
         eprintln!("conformance: the run ended early: {why}");

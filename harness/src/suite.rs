@@ -49,6 +49,9 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
     Ok((k, n))
 }
 
+/// How the reason of a case that `--fail-fast` kept from running begins.
+pub const FAIL_FAST_NOT_RUN: &str = "not run: --fail-fast stopped the run after";
+
 /// Makes one implementation instance per job.
 pub type Factory<'a> = dyn Fn() -> Result<Box<dyn Implementation + Send>, String> + Sync + 'a;
 
@@ -128,8 +131,7 @@ pub fn run_all(
             r.unwrap_or_else(|| {
                 let mut r = skipped(case);
                 if let Some(at) = &stopped_at {
-                    r.reason =
-                        Some(format!("not run: --fail-fast stopped the run after {at}, the first unexpected result"));
+                    r.reason = Some(format!("{FAIL_FAST_NOT_RUN} {at}, the first unexpected result"));
                     return r;
                 }
                 r.status = Status::Error;

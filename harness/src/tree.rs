@@ -235,24 +235,23 @@ impl MemModel {
         self.place(path, TreeValue::File(bytes))
     }
 
+    /// The link among `segs`' folders, if any: nothing is placed through it.
+    fn link_in_way(&self, segs: &[String]) -> Option<String> {
+        (1..segs.len())
+            .map(|n| segs.iter().take(n).map(String::as_str).collect::<Vec<_>>().join("/"))
+            .find(|above| matches!(self.entries.get(above), Some(TreeValue::Symlink(_))))
+    }
+
     fn place(&mut self, path: &str, value: TreeValue) -> Result<(), String> {
         let segs = self.stored(path);
-        let mut above = String::new();
-        for seg in segs.iter().take(segs.len().saturating_sub(1)) {
-            if !above.is_empty() {
-                above.push('/');
-            }
-            above.push_str(seg);
-            match self.entries.get(&above) {
-                Some(TreeValue::Symlink(_)) => {
-                    return Err(format!(
-                        "'{path}' crosses the link '{above}' (the harness never writes through a link)"
-                    ))
-                }
-                Some(TreeValue::Dir) | None => {}
-                Some(_) => {
-                    self.entries.remove(&above);
-                }
+        if let Some(link) = self.link_in_way(&segs) {
+            return Err(format!("'{path}' crosses the link '{link}' (the harness never writes through a link)"));
+        }
+        // A file in the way becomes a folder; whatever stands at the path goes.
+        for n in 1..segs.len() {
+            let above = segs.iter().take(n).map(String::as_str).collect::<Vec<_>>().join("/");
+            if !matches!(self.entries.get(&above), Some(TreeValue::Dir) | None) {
+                self.entries.remove(&above);
             }
         }
         for k in self.at_or_below(&segs) {
@@ -280,23 +279,23 @@ impl MemModel {
     /// places a file.
     pub fn rename(&mut self, from: &str, to: &str) -> Result<(), String> {
         let (from_segs, to_segs) = (self.stored(from), self.stored(to));
-        if from_segs.len() > to_segs.len()
-            && self.same_prefix(
-                &from_segs.iter().map(String::as_str).collect::<Vec<_>>(),
-                &to_segs.iter().map(String::as_str).collect::<Vec<_>>(),
-            )
-        {
+        let from_strs: Vec<&str> = from_segs.iter().map(String::as_str).collect();
+        let to_strs: Vec<&str> = to_segs.iter().map(String::as_str).collect();
+        if from_segs.len() > to_segs.len() && self.same_prefix(&from_strs, &to_strs) {
             return Err(format!("rename '{from}' to '{to}': '{to}' holds '{from}'"));
         }
+        if let Some(link) = self.link_in_way(&to_segs) {
+            return Err(format!("'{to}' crosses the link '{link}' (the harness never writes through a link)"));
+        }
         let key = from_segs.join("/");
-        let kept = self.clone();
         match self.entries.remove(&key) {
             Some(TreeValue::Dir) => {
                 self.entries.insert(key, TreeValue::Dir);
                 Err(format!("rename: '{from}' is a directory (only files are renamed)"))
             }
-            Some(value) => self.place(to, value).inspect_err(|_| *self = kept),
-            None if self.at_or_below(&self.stored(from)).is_empty() => Err(format!("rename: '{from}' does not exist")),
+            // No link lies in `to`'s way (checked above), so the placing cannot fail.
+            Some(value) => self.place(to, value),
+            None if self.at_or_below(&from_segs).is_empty() => Err(format!("rename: '{from}' does not exist")),
             None => Err(format!("rename: '{from}' is a directory (only files are renamed)")),
         }
     }
