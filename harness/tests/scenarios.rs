@@ -6,7 +6,7 @@
 //! `CONFORMANCE_SNAPSHOTS=off` checks the YAML expectations only, never the snapshots: the
 //! mutation pass (`.ci/mutants`) measures what the corpus pins, and a snapshot is a copy of the
 //! reference's output, so a mutant it alone catches is not one the corpus kills.
-//! `CONFORMANCE_REFERENCE_MODES=default,fallback,cached` runs the corpus once in each of the
+//! `CONFORMANCE_REFERENCE_MODES=default,fallback,cached,aged` runs the corpus once in each of the
 //! reference's modes (see `run_modes`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -14,10 +14,13 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 
-use harness::implementation::{reference_hello, InProcess};
+use std::time::Duration;
+
+use harness::implementation::{reference_hello, ImplError, Implementation, InProcess};
 use harness::load::{default_cases_dir, load_dir};
 use harness::report::case_detail;
 use harness::run::{run_case, RunContext, Status};
+use harness::wire::{Hello, Observation, OpenCase, StepOp};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// Replaces the temporary sandbox path in every string, so snapshots do not depend on it.
@@ -39,24 +42,30 @@ fn redact(value: &mut serde_json::Value, sandbox_prefix: &str) {
     }
 }
 
-/// The reference's configurations a run can judge the corpus in, each by the switch the
-/// reference reads once per process: the default, its own confinement walk, the discovery cache.
-const MODES: &[(&str, &str, &str)] = &[
-    ("default", "", ""),
-    ("fallback", "REFERENCE_CONFINEMENT", "fallback"),
-    ("cached", "REFERENCE_DISCOVERY_CACHE", "1"),
+/// The reference's configurations a run can judge the corpus in, each by the switches the
+/// reference reads once per process: the default, its own confinement walk, the discovery cache,
+/// and the discovery cache aged (see [`Paced`]).
+const MODES: &[(&str, &[(&str, &str)])] = &[
+    ("default", &[]),
+    ("fallback", &[("REFERENCE_CONFINEMENT", "fallback")]),
+    ("cached", &[("REFERENCE_DISCOVERY_CACHE", "1")]),
+    ("aged", &[("REFERENCE_DISCOVERY_CACHE", "1"), ("REFERENCE_TIMESTAMP_GRANULARITY_MS", "10"), (PACE_VAR, "15")]),
 ];
 
-/// `CONFORMANCE_REFERENCE_MODES=default,fallback,cached` (any of them, in any order) runs the
-/// whole corpus once per mode, each in a child process of this binary with the mode's switch
-/// set, and fails when any fails: the mutation pass (`.ci/mutants --modes`) judges the cache's
-/// and the confinement walk's mutants in the mode that runs their code. Without the variable
-/// (as in each child) the corpus runs here, in the mode the environment already selects.
+/// Milliseconds to wait before every call to the reference ([`Paced`]).
+const PACE_VAR: &str = "CONFORMANCE_REFERENCE_PACE_MS";
+
+/// `CONFORMANCE_REFERENCE_MODES=default,fallback,cached,aged` (any of them, in any order) runs
+/// the whole corpus once per mode, each in a child process of this binary with the mode's
+/// switches set, and fails when any fails: the mutation pass (`.ci/mutants --modes`) judges the
+/// cache's and the confinement walk's mutants in the mode that runs their code. Without the
+/// variable (as in each child) the corpus runs here, in the mode the environment already selects.
 fn run_modes(modes: &str) -> ExitCode {
+    let names: Vec<&str> = MODES.iter().map(|(m, _)| *m).collect();
     let mut failed = false;
     for name in modes.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        let Some(&(_, var, value)) = MODES.iter().find(|(m, _, _)| *m == name) else {
-            eprintln!("CONFORMANCE_REFERENCE_MODES: unknown mode '{name}' (default, fallback, cached)");
+        let Some(&(_, vars)) = MODES.iter().find(|(m, _)| *m == name) else {
+            eprintln!("CONFORMANCE_REFERENCE_MODES: unknown mode '{name}' ({})", names.join(", "));
             return ExitCode::FAILURE;
         };
         let exe = match std::env::current_exe() {
@@ -68,12 +77,10 @@ fn run_modes(modes: &str) -> ExitCode {
         };
         let mut child = std::process::Command::new(exe);
         child.args(std::env::args_os().skip(1)).env_remove("CONFORMANCE_REFERENCE_MODES");
-        for (_, v, _) in MODES.iter().filter(|(_, v, _)| !v.is_empty()) {
-            child.env_remove(v);
+        for (var, _) in MODES.iter().flat_map(|(_, vars)| vars.iter()) {
+            child.env_remove(var);
         }
-        if !var.is_empty() {
-            child.env(var, value);
-        }
+        child.envs(vars.iter().copied());
         eprintln!("corpus in the reference's {name} mode");
         match child.status() {
             Ok(status) if status.success() => {}
@@ -91,6 +98,58 @@ fn run_modes(modes: &str) -> ExitCode {
     }
 }
 
+/// The reference with a wait before every call, so that what the case wrote before a step has
+/// aged past the timestamp granularity when the step's check looks at it. In the `aged` mode
+/// (the granularity 10 ms, a wait of 15 ms) the discovery cache's check records an entry it
+/// finds unchanged as trusted, and the next check trusts it without reading: the corpus then
+/// judges the cache's identity trust, which in the `cached` mode (2 s) no step ever reaches,
+/// since every step runs within 2 s of the one before. Entries written within a step are still
+/// read again (the racy guard). The waits cost about 15 ms a step.
+struct Paced {
+    inner: InProcess,
+    pace: Duration,
+}
+
+impl Paced {
+    fn wait(&self) {
+        std::thread::sleep(self.pace);
+    }
+}
+
+impl Implementation for Paced {
+    fn hello(&mut self) -> Result<Hello, ImplError> {
+        self.inner.hello()
+    }
+    fn open(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.wait();
+        self.inner.open(open)
+    }
+    fn step(&mut self, op: &StepOp) -> Result<Observation, ImplError> {
+        self.wait();
+        self.inner.step(op)
+    }
+    fn restart(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.wait();
+        self.inner.restart(open)
+    }
+    fn close(&mut self) -> Result<(), ImplError> {
+        self.inner.close()
+    }
+}
+
+/// The wait [`PACE_VAR`] asks for: none when it is unset, an error when it is not a number.
+fn pace_requested() -> Result<Option<Duration>, String> {
+    match std::env::var(PACE_VAR) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(|ms| Some(Duration::from_millis(ms)))
+            .map_err(|_| format!("{PACE_VAR}: '{v}' is not a number of milliseconds")),
+        Err(e) => Err(format!("{PACE_VAR}: {e}")),
+    }
+}
+
 fn main() -> ExitCode {
     if let Some(modes) = std::env::var_os("CONFORMANCE_REFERENCE_MODES") {
         return run_modes(&modes.to_string_lossy());
@@ -100,6 +159,13 @@ fn main() -> ExitCode {
     harness::cleanup::install_signal_handlers();
     harness::adapter::export_env_canary();
     let args = Arguments::from_args();
+    let pace = match pace_requested() {
+        Ok(pace) => pace,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let dir = default_cases_dir();
     let cases = match load_dir(&dir) {
         Ok(cases) => cases,
@@ -124,7 +190,12 @@ fn main() -> ExitCode {
             let snapshots = snapshots.clone();
             let prefix = prefix.clone();
             Trial::test(format!("{} {}", case.scenario.id, case.name), move || {
-                let result = run_case(&mut InProcess::default(), &RunContext::new(&reference_hello()), &case);
+                let hello = reference_hello();
+                let context = RunContext::new(&hello);
+                let result = match pace {
+                    Some(pace) => run_case(&mut Paced { inner: InProcess::default(), pace }, &context, &case),
+                    None => run_case(&mut InProcess::default(), &context, &case),
+                };
                 if result.status != Status::Pass {
                     return Err(Failed::from(case_detail(&result)));
                 }

@@ -43,8 +43,24 @@ pub struct Config {
     /// check that recorded it: a file written again within the same timestamp tick, with the
     /// same size, would otherwise look unchanged (the "racy" case git handles). The default is
     /// 2 seconds, the modification-time granularity of FAT, the coarsest filesystem a project
-    /// is likely to sit on; Linux's native filesystems tick at most every 10 ms.
+    /// is likely to sit on; Linux's native filesystems tick at most every 10 ms. The
+    /// environment variable `REFERENCE_TIMESTAMP_GRANULARITY_MS` (read once per process, a
+    /// number of milliseconds) sets it for every configuration built afterwards: the corpus's
+    /// `aged` mode runs with 10 ms and waits out that window before every step, so that the
+    /// cache's trust in an unchanged identity is judged by the corpus too.
     pub timestamp_granularity: Duration,
+}
+
+/// The granularity `REFERENCE_TIMESTAMP_GRANULARITY_MS` asks for, else 2 seconds
+/// ([`Config::timestamp_granularity`]). A value that is not a number of milliseconds is ignored.
+fn granularity_requested() -> Duration {
+    static ENV: OnceLock<Duration> = OnceLock::new();
+    *ENV.get_or_init(|| {
+        std::env::var("REFERENCE_TIMESTAMP_GRANULARITY_MS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map_or(Duration::from_secs(2), Duration::from_millis)
+    })
 }
 
 /// Whether `REFERENCE_DISCOVERY_CACHE=1` asks for the discovery cache ([`Config::discovery_cache`]).
@@ -65,7 +81,7 @@ impl Config {
             module_extension: ".md".to_string(),
             file_cap: CONTEXT_FILE_MAX_BYTES,
             discovery_cache: cache_requested(),
-            timestamp_granularity: Duration::from_secs(2),
+            timestamp_granularity: granularity_requested(),
         }
     }
 }
