@@ -3,7 +3,9 @@
 //! runs discovery, nested lookups, reads and listings over and over. Not one canary byte, and not
 //! one canary name, may reach any result or diagnostic, on either resolver (`openat2` and the
 //! forced fallback walk). The same holds for the root-file profile's denylist while AGENTS.md
-//! is swapped between a link to notes.md and a link to .env.
+//! is swapped between a link to notes.md and a link to .env. And a module file swapped for a
+//! FIFO between the look that finds it regular and the open never blocks a discovery (the read's
+//! `O_NONBLOCK`, and the look after the open, refuse what the open found).
 //!
 //! Each test runs for a bounded wall time (its loop ends at a deadline; nothing about speed is
 //! asserted), at most 20 seconds for the whole file, and prints how many passes it made.
@@ -182,6 +184,75 @@ fn root_file_race(confinement: Confinement) {
         swaps.load(Ordering::Relaxed)
     );
     assert!(passes > 0 && swaps.load(Ordering::Relaxed) > 0);
+}
+
+/// A module file and the root file exchanged with FIFOs in a loop while discovery and reads run
+/// on a thread of their own: every pass must return. A read that opened a FIFO without
+/// `O_NONBLOCK` would wait for a writer that never comes; the watchdog then fails the test
+/// (and opens the FIFOs for writing, so the blocked read ends and the thread with it).
+fn fifo_race(confinement: Confinement) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap().join("root");
+    let rules = root.join(".elowen/rules");
+    fs::create_dir_all(&rules).unwrap();
+    fs::write(rules.join("a.md"), "inside a\n").unwrap();
+    fs::write(root.join("AGENTS.md"), "inside root\n").unwrap();
+    let fifo = |path: &Path| {
+        rustix::fs::mknodat(CWD, path, rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o644), 0).unwrap();
+    };
+    fifo(&rules.join("a.swap"));
+    fifo(&root.join("AGENTS.swap"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let threads = [
+        swapper(held(&rules), "a.md", "a.swap", Arc::clone(&stop), Arc::clone(&swaps)),
+        swapper(held(&root), "AGENTS.md", "AGENTS.swap", Arc::clone(&stop), Arc::clone(&swaps)),
+    ];
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let reader_root = root.clone();
+    let reader = std::thread::spawn(move || {
+        let source = Source::Host(HostSource::with_confinement(&reader_root, confinement).unwrap());
+        let config = Config::modules();
+        let (mut passes, mut loaded) = (0u64, 0u64);
+        let deadline = Instant::now() + RUN_FOR / 2;
+        while Instant::now() < deadline {
+            let found = modules(&source, &config);
+            loaded += found.unconditional.len() as u64;
+            let mut diags = Vec::new();
+            loaded += u64::from(instruction_file(&source, &config, None, &mut diags).is_some());
+            let _ = source.read(&rp(".elowen/rules/a.md"), true, 1 << 20);
+            passes += 1;
+        }
+        let _ = done_tx.send((passes, loaded));
+    });
+    let outcome = done_rx.recv_timeout(RUN_FOR / 2 + Duration::from_secs(10));
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().unwrap();
+    }
+    let Ok((passes, loaded)) = outcome else {
+        // Unblock the read before failing, so that no thread is left waiting on a FIFO.
+        for path in [rules.join("a.md"), rules.join("a.swap"), root.join("AGENTS.md"), root.join("AGENTS.swap")] {
+            let _ = openat(CWD, &path, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty());
+        }
+        panic!("{confinement:?}: a discovery blocked on a module or root file swapped for a FIFO");
+    };
+    reader.join().unwrap();
+    eprintln!(
+        "{confinement:?}: {passes} passes over FIFO swaps, {} swaps, {loaded} files loaded",
+        swaps.load(Ordering::Relaxed)
+    );
+    assert!(passes > 0 && swaps.load(Ordering::Relaxed) > 0);
+}
+
+#[test]
+fn a_module_swapped_for_a_fifo_never_blocks_discovery_with_openat2() {
+    fifo_race(Confinement::Kernel);
+}
+
+#[test]
+fn a_module_swapped_for_a_fifo_never_blocks_discovery_with_the_fallback_walk() {
+    fifo_race(Confinement::Fallback);
 }
 
 #[test]
