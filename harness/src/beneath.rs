@@ -135,6 +135,21 @@ impl Beneath {
         self.create(rel, |f| f.write_all(bytes))
     }
 
+    /// Overwrites the regular file at `rel` in place with these bytes: opened without following
+    /// a link, truncated and written again, so it stays the same file and its folder does not
+    /// change. Anything but an existing regular file there is an error.
+    pub fn overwrite(&self, rel: &str, bytes: &[u8]) -> Result<(), String> {
+        let (dir, name) = self.parent(rel, false)?;
+        match self.kind(&dir, name) {
+            Some(FileType::RegularFile) => {}
+            None => return Err(format!("'{rel}' does not exist (in_place overwrites a file that is there)")),
+            Some(_) => return Err(format!("'{rel}' is not a regular file (in_place overwrites a file)")),
+        }
+        let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rfs::openat(&dir, name, flags, Mode::empty()).map_err(|e| format!("'{rel}': {e}"))?;
+        std::fs::File::from(fd).write_all(bytes).map_err(|e| format!("'{rel}': {e}"))
+    }
+
     /// Writes `size` bytes of `fill` repeated (at most [`MAX_DENSE_FILE`]).
     pub fn write_repeated(&self, rel: &str, size: u64, fill: &[u8]) -> Result<(), String> {
         if size > MAX_DENSE_FILE {
@@ -315,5 +330,30 @@ mod tests {
         assert_eq!(std::fs::read(sandbox.join("api")).unwrap(), b"now a file");
         assert!(outside.join("secret").exists());
         assert!(b.write("lnk/deeper/x", b"x").unwrap_err().contains("crosses the link 'lnk'"));
+    }
+
+    #[test]
+    fn an_in_place_overwrite_keeps_the_file_and_its_folder_and_writes_through_no_link() {
+        use std::os::unix::fs::MetadataExt;
+        let (tmp, b, outside) = setup();
+        let sandbox = tmp.path().join("sandbox");
+        b.write("d/a.md", b"version one\n").unwrap();
+        let (file, folder) =
+            (std::fs::metadata(sandbox.join("d/a.md")).unwrap(), std::fs::metadata(sandbox.join("d")).unwrap());
+        b.overwrite("d/a.md", b"v2\n").unwrap();
+        let (file2, folder2) =
+            (std::fs::metadata(sandbox.join("d/a.md")).unwrap(), std::fs::metadata(sandbox.join("d")).unwrap());
+        assert_eq!(std::fs::read(sandbox.join("d/a.md")).unwrap(), b"v2\n");
+        assert_eq!((file.ino(), folder.ino()), (file2.ino(), folder2.ino()));
+        assert_eq!(
+            (folder.mtime(), folder.mtime_nsec(), folder.ctime_nsec()),
+            (folder2.mtime(), folder2.mtime_nsec(), folder2.ctime_nsec())
+        );
+        assert!(b.overwrite("d/missing.md", b"x").unwrap_err().contains("does not exist"));
+        assert!(b.overwrite("d", b"x").unwrap_err().contains("not a regular file"));
+        std::os::unix::fs::symlink(outside.join("secret"), sandbox.join("d/out.md")).unwrap();
+        assert!(b.overwrite("d/out.md", b"x").unwrap_err().contains("not a regular file"));
+        assert!(b.overwrite("lnk/secret", b"x").unwrap_err().contains("crosses the link 'lnk'"));
+        assert_eq!(std::fs::read(outside.join("secret")).unwrap(), b"s");
     }
 }

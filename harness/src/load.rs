@@ -164,6 +164,12 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     validate_local(s, &mut bad);
     // A local target's files are in memory on a POSIX computer too (its daemon tree is on disk).
     let in_memory = !host || s.local.is_some();
+    if in_memory && s.steps.iter().any(|st| matches!(&st.action, Action::Write(w) if w.in_place)) {
+        bad(
+            "in_place:",
+            "steps: in_place applies to the files of a host tree (a file client's tree has no file identity)".into(),
+        );
+    }
     if !host && s.placement.is_some() {
         bad("placement:", "placement: only posix cases place a root".into());
     }

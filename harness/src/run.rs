@@ -405,7 +405,11 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
         Action::Write(w) => {
             let bytes = w.value.bytes().map_err(bad)?;
             if r.mem.is_none() {
-                r.sandbox.put(&w.path, &crate::scenario::TreeValue::File(bytes.clone())).map_err(bad)?;
+                if w.in_place {
+                    r.sandbox.overwrite(&w.path, &bytes).map_err(bad)?;
+                } else {
+                    r.sandbox.put(&w.path, &crate::scenario::TreeValue::File(bytes.clone())).map_err(bad)?;
+                }
             }
             edit(r, TreeEdit::Write { path: w.path.clone(), hex: crate::wire::to_hex(&bytes) }).map_err(bad)?
         }

@@ -350,6 +350,12 @@ pub struct WriteSpec {
     /// The new content.
     #[serde(flatten)]
     pub value: WriteValue,
+    /// Overwrite the file standing at the path in place (truncated and written again: the same
+    /// file, so its folder does not change), as an editor that saves in place does; the file
+    /// must exist and be a regular file. Host trees only. The default replaces whatever stands
+    /// at the path with a new file.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub in_place: bool,
 }
 
 /// New file content.

@@ -133,6 +133,12 @@ impl Sandbox {
         Ok(())
     }
 
+    /// Overwrites an existing regular file in place, beneath the sandbox and through no link
+    /// ([`Beneath::overwrite`]).
+    pub fn overwrite(&self, rel: &str, bytes: &[u8]) -> Result<(), String> {
+        self.fs.overwrite(&self.in_sandbox(rel)?, bytes).map_err(|e| format!("write '{rel}' in place: {e}"))
+    }
+
     /// Removes a file, link or folder (with everything below it), beneath the sandbox.
     pub fn delete(&self, rel: &str) -> Result<(), String> {
         self.fs.delete(&self.in_sandbox(rel)?).map_err(|e| format!("delete '{rel}': {e}"))

@@ -60,3 +60,10 @@ fn duplicate_ids_are_refused() {
     let errs = load_dir(dir.path()).unwrap_err();
     assert!(errs.iter().any(|e| e.to_string().contains("also the id of")), "{errs:?}");
 }
+
+#[test]
+fn an_in_place_write_on_a_file_client_tree_is_refused() {
+    let head = HEAD.replace("platform: posix", "platform: windows");
+    let errs = errors_for(&format!("{head}steps:\n  - start:\n  - write: {{path: a.md, text: x, in_place: true}}\n"));
+    assert!(errs.iter().any(|e| e.contains("bad.yaml:") && e.contains("in_place")), "{errs:?}");
+}
