@@ -136,3 +136,16 @@ fn an_oversize_line_before_the_last_is_a_corrupt_journal() {
     journal_with_a_huge_line(dir.path(), "\n{\"type\":\"compaction\"}\n");
     assert!(matches!(Journal::open(dir.path()), Err(JournalError::Corrupt { line: 2, .. })));
 }
+
+#[test]
+fn placement_writes_nothing_where_a_pointer_file_is_missing() {
+    // A worktree whose administrative directory has no `commondir`: placement reads, and a read
+    // of a missing pointer file is a missing file, never one it creates.
+    let dir = tempfile::tempdir().unwrap();
+    let (project, wt) = worktree(dir.path());
+    let admin = project.join(".git/worktrees/wt");
+    let p = Placement { cwd: wt.clone(), projects: vec![project.clone()], bound: None, policies: vec![] };
+    assert_eq!(place_root(&p), None);
+    assert!(!admin.join("commondir").exists(), "placement created the missing commondir");
+    assert_eq!(fs::read_dir(&admin).unwrap().count(), 0, "placement wrote into the administrative directory");
+}
