@@ -65,5 +65,5 @@ fn duplicate_ids_are_refused() {
 fn an_in_place_write_on_a_file_client_tree_is_refused() {
     let head = HEAD.replace("platform: posix", "platform: windows");
     let errs = errors_for(&format!("{head}steps:\n  - start:\n  - write: {{path: a.md, text: x, in_place: true}}\n"));
-    assert!(errs.iter().any(|e| e.contains("bad.yaml:") && e.contains("in_place")), "{errs:?}");
+    assert!(errs.iter().any(|e| e.contains("bad.yaml:9:") && e.contains("in_place")), "{errs:?}");
 }

@@ -137,8 +137,16 @@ impl Implementation for Paced {
     }
 }
 
-/// The wait [`PACE_VAR`] asks for: none when it is unset, an error when it is not a number.
+/// The wait [`PACE_VAR`] asks for: none when it is unset, an error when it is not a number,
+/// or when the reference did not take the granularity the mode asks for (it ignores a value it
+/// cannot read, and the aged mode would then quietly be the cached one).
 fn pace_requested() -> Result<Option<Duration>, String> {
+    if let Ok(asked) = std::env::var("REFERENCE_TIMESTAMP_GRANULARITY_MS") {
+        let taken = reference::Config::modules().timestamp_granularity;
+        if asked.trim().parse::<u64>().map(Duration::from_millis) != Ok(taken) {
+            return Err(format!("REFERENCE_TIMESTAMP_GRANULARITY_MS={asked}: the reference runs with {taken:?}"));
+        }
+    }
     match std::env::var(PACE_VAR) {
         Err(std::env::VarError::NotPresent) => Ok(None),
         Ok(v) => v
