@@ -37,6 +37,16 @@ fn dir_flags() -> OFlags {
     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }
 
+/// Runs one change to a tree while holding the cleanup's write gate ([`crate::cleanup::writing`]),
+/// so that a signal's cleanup never removes a folder while an entry is being added to it; after a
+/// signal, or once the run has ended, no change is made. Taken once per public operation (the
+/// gate is not reentrant).
+fn gated<T>(change: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
+    let _held =
+        crate::cleanup::writing().ok_or_else(|| "the harness is stopping: nothing more is written".to_string())?;
+    change()
+}
+
 /// The components of a relative `/`-path: no empty, `.` or `..` component, no absolute path.
 fn components(rel: &str) -> Result<Vec<&str>, String> {
     let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
@@ -132,94 +142,112 @@ impl Beneath {
 
     /// Writes a file with these bytes.
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), String> {
-        self.create(rel, |f| f.write_all(bytes))
+        gated(|| self.create(rel, |f| f.write_all(bytes)))
     }
 
     /// Overwrites the regular file at `rel` in place with these bytes: opened without following
     /// a link, truncated and written again, so it stays the same file and its folder does not
     /// change. Anything but an existing regular file there is an error.
     pub fn overwrite(&self, rel: &str, bytes: &[u8]) -> Result<(), String> {
-        let (dir, name) = self.parent(rel, false)?;
-        match self.kind(&dir, name) {
-            Some(FileType::RegularFile) => {}
-            None => return Err(format!("'{rel}' does not exist (in_place overwrites a file that is there)")),
-            Some(_) => return Err(format!("'{rel}' is not a regular file (in_place overwrites a file)")),
-        }
-        let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd = rfs::openat(&dir, name, flags, Mode::empty()).map_err(|e| format!("'{rel}': {e}"))?;
-        std::fs::File::from(fd).write_all(bytes).map_err(|e| format!("'{rel}': {e}"))
+        gated(|| {
+            let (dir, name) = self.parent(rel, false)?;
+            match self.kind(&dir, name) {
+                Some(FileType::RegularFile) => {}
+                None => return Err(format!("'{rel}' does not exist (in_place overwrites a file that is there)")),
+                Some(_) => return Err(format!("'{rel}' is not a regular file (in_place overwrites a file)")),
+            }
+            let flags = OFlags::WRONLY | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let fd = rfs::openat(&dir, name, flags, Mode::empty()).map_err(|e| format!("'{rel}': {e}"))?;
+            std::fs::File::from(fd).write_all(bytes).map_err(|e| format!("'{rel}': {e}"))
+        })
     }
 
     /// Writes `size` bytes of `fill` repeated (at most [`MAX_DENSE_FILE`]).
     pub fn write_repeated(&self, rel: &str, size: u64, fill: &[u8]) -> Result<(), String> {
-        if size > MAX_DENSE_FILE {
-            return Err(format!("'{rel}': {size} bytes is over the {} MiB cap of a dense file", MAX_DENSE_FILE >> 20));
-        }
-        self.create(rel, |f| {
-            // A whole number of fills per chunk, so every chunk starts where a fill starts.
-            let chunk = fill.repeat((64 * 1024 / fill.len().max(1)).max(1));
-            let mut left = size;
-            while left > 0 {
-                let n = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
-                f.write_all(chunk.get(..n).unwrap_or(&[]))?;
-                left -= n as u64;
+        gated(|| {
+            if size > MAX_DENSE_FILE {
+                return Err(format!(
+                    "'{rel}': {size} bytes is over the {} MiB cap of a dense file",
+                    MAX_DENSE_FILE >> 20
+                ));
             }
-            Ok(())
+            self.create(rel, |f| {
+                // A whole number of fills per chunk, so every chunk starts where a fill starts.
+                let chunk = fill.repeat((64 * 1024 / fill.len().max(1)).max(1));
+                let mut left = size;
+                while left > 0 {
+                    let n = usize::try_from(left).unwrap_or(usize::MAX).min(chunk.len());
+                    f.write_all(chunk.get(..n).unwrap_or(&[]))?;
+                    left -= n as u64;
+                }
+                Ok(())
+            })
         })
     }
 
     /// Makes a sparse file of `size` bytes.
     pub fn sparse(&self, rel: &str, size: u64) -> Result<(), String> {
-        self.create(rel, |f| f.set_len(size))
+        gated(|| self.create(rel, |f| f.set_len(size)))
     }
 
     /// Makes a folder (and its missing parents); an existing folder is kept.
     pub fn mkdir_all(&self, rel: &str) -> Result<(), String> {
-        let (dir, name) = self.parent(rel, true)?;
-        match rfs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
-            Ok(()) => Ok(()),
-            Err(Errno::EXIST) if self.kind(&dir, name) == Some(FileType::Directory) => Ok(()),
-            Err(Errno::EXIST) => Err(format!("'{rel}' exists and is not a folder")),
-            Err(e) => Err(format!("'{rel}': {e}")),
-        }
+        gated(|| {
+            let (dir, name) = self.parent(rel, true)?;
+            match rfs::mkdirat(&dir, name, Mode::from_raw_mode(0o755)) {
+                Ok(()) => Ok(()),
+                Err(Errno::EXIST) if self.kind(&dir, name) == Some(FileType::Directory) => Ok(()),
+                Err(Errno::EXIST) => Err(format!("'{rel}' exists and is not a folder")),
+                Err(e) => Err(format!("'{rel}': {e}")),
+            }
+        })
     }
 
     /// Makes a symlink with `target` as written (it is never resolved here). Nothing may stand at
     /// `rel` yet.
     pub fn symlink(&self, rel: &str, target: &str) -> Result<(), String> {
-        let (dir, name) = self.parent(rel, true)?;
-        rfs::symlinkat(target, &dir, name).map_err(|e| format!("'{rel}': {e}"))
+        gated(|| {
+            let (dir, name) = self.parent(rel, true)?;
+            rfs::symlinkat(target, &dir, name).map_err(|e| format!("'{rel}': {e}"))
+        })
     }
 
     /// Makes a FIFO. Nothing may stand at `rel` yet.
     pub fn fifo(&self, rel: &str) -> Result<(), String> {
-        let (dir, name) = self.parent(rel, true)?;
-        rfs::mknodat(&dir, name, FileType::Fifo, Mode::from_raw_mode(0o644), 0).map_err(|e| format!("'{rel}': {e}"))
+        gated(|| {
+            let (dir, name) = self.parent(rel, true)?;
+            rfs::mknodat(&dir, name, FileType::Fifo, Mode::from_raw_mode(0o644), 0).map_err(|e| format!("'{rel}': {e}"))
+        })
     }
 
     /// Removes `rel`: a file or link (the link itself), or a folder with everything below it.
     pub fn delete(&self, rel: &str) -> Result<(), String> {
-        let (dir, name) = self.parent(rel, false)?;
-        match self.kind(&dir, name) {
-            None => Err(format!("'{rel}' does not exist")),
-            Some(_) => self.clear(&dir, name, rel),
-        }
+        gated(|| {
+            let (dir, name) = self.parent(rel, false)?;
+            match self.kind(&dir, name) {
+                None => Err(format!("'{rel}' does not exist")),
+                Some(_) => self.clear(&dir, name, rel),
+            }
+        })
     }
 
     /// Moves `from` to `to` (a link moves as a link), creating `to`'s missing folders and
     /// replacing what stands at `to` as [`Beneath::write`] does; never onto a folder holding `from`.
     pub fn rename(&self, from: &str, to: &str) -> Result<(), String> {
-        let (from_parts, to_parts) = (components(from)?, components(to)?);
-        if from_parts.len() > to_parts.len() && from_parts.starts_with(&to_parts) {
-            return Err(format!("rename '{from}' to '{to}': '{to}' holds '{from}'"));
-        }
-        let (from_dir, from_name) = self.parent(from, false)?;
-        self.kind(&from_dir, from_name).ok_or_else(|| format!("rename '{from}' to '{to}': '{from}' does not exist"))?;
-        let (to_dir, to_name) = self.parent(to, true)?;
-        if self.kind(&to_dir, to_name) == Some(FileType::Directory) {
-            remove_tree(&to_dir, to_name).map_err(|e| format!("rename '{from}' to '{to}': {e}"))?;
-        }
-        rfs::renameat(&from_dir, from_name, &to_dir, to_name).map_err(|e| format!("rename '{from}' to '{to}': {e}"))
+        gated(|| {
+            let (from_parts, to_parts) = (components(from)?, components(to)?);
+            if from_parts.len() > to_parts.len() && from_parts.starts_with(&to_parts) {
+                return Err(format!("rename '{from}' to '{to}': '{to}' holds '{from}'"));
+            }
+            let (from_dir, from_name) = self.parent(from, false)?;
+            self.kind(&from_dir, from_name)
+                .ok_or_else(|| format!("rename '{from}' to '{to}': '{from}' does not exist"))?;
+            let (to_dir, to_name) = self.parent(to, true)?;
+            if self.kind(&to_dir, to_name) == Some(FileType::Directory) {
+                remove_tree(&to_dir, to_name).map_err(|e| format!("rename '{from}' to '{to}': {e}"))?;
+            }
+            rfs::renameat(&from_dir, from_name, &to_dir, to_name).map_err(|e| format!("rename '{from}' to '{to}': {e}"))
+        })
     }
 
     /// Whether `rel` is a folder (not following a last link).

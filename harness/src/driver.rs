@@ -7,7 +7,11 @@
 //! This is the only place that knows both the wire and the reference's library API; the reference
 //! itself never knows it is under test.
 
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 
 use reference::section::{self, Section};
 use reference::{
@@ -116,13 +120,13 @@ impl RootFileState {
 
     fn load(state_dir: &Path) -> Result<RootFileState, String> {
         use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        // The state is the reference's own file: opened without following a link, and bounded.
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(state_dir.join(ROOT_FILE_STATE))
-            .map_err(|e| format!("no root-file session to resume: {e}"))?;
+        let dir = state_handle(state_dir, false).map_err(|e| format!("no root-file session to resume: {e}"))?;
+        // The state is the reference's own file: opened without following a link or blocking,
+        // looked at on the opened handle, and bounded.
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rfs::openat(&dir, ROOT_FILE_STATE, flags, Mode::empty())
+            .map_err(|e| format!("no root-file session to resume: {ROOT_FILE_STATE}: {e}"))?;
+        let file = std::fs::File::from(fd);
         if !file.metadata().is_ok_and(|m| m.is_file()) {
             return Err(format!("{ROOT_FILE_STATE} is not a regular file"));
         }
@@ -132,14 +136,40 @@ impl RootFileState {
     }
 
     /// Saves atomically: a new file beside the old one, renamed over it, so a crash mid-write
-    /// never leaves half a state for the resume to read.
+    /// never leaves half a state for the resume to read. Both are made through a handle on the
+    /// state directory, the temporary file created anew (never opened through a link or an
+    /// earlier file at its name).
     fn save(&self, state_dir: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(state_dir).map_err(|e| e.to_string())?;
+        use std::io::Write;
         let text = serde_json::to_vec(self).map_err(|e| e.to_string())?;
-        let tmp = state_dir.join(format!("{ROOT_FILE_STATE}.tmp"));
-        std::fs::write(&tmp, text).map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, state_dir.join(ROOT_FILE_STATE)).map_err(|e| e.to_string())
+        let dir = state_handle(state_dir, true)?;
+        let tmp = format!("{ROOT_FILE_STATE}.tmp");
+        match rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(format!("{tmp}: {e}")),
+        }
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd =
+            rfs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o600)).map_err(|e| format!("{tmp}: {e}"))?;
+        std::fs::File::from(fd).write_all(&text).map_err(|e| format!("{tmp}: {e}"))?;
+        rfs::renameat(&dir, tmp.as_str(), &dir, ROOT_FILE_STATE).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))
     }
+}
+
+/// A handle on the state directory `path`, made when `create` and it is missing. Only its last
+/// component is made: its parent is the harness's (or the adapter's caller's) and must exist, so
+/// a state directory whose sandbox was removed is never made again at its old name. A state
+/// directory that is a link is refused, not followed.
+fn state_handle(path: &Path, create: bool) -> Result<OwnedFd, String> {
+    let shown = |e: Errno| format!("state directory {}: {e}", path.display());
+    if create {
+        match rfs::mkdir(path, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(shown(e)),
+        }
+    }
+    rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
+        .map_err(shown)
 }
 
 fn rel(platform: Platform, s: &str) -> Result<RelPath, String> {

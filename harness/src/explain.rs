@@ -70,23 +70,33 @@ pub fn explain(corpus: &Corpus, cases: &[Case], id: &str) -> Result<String, Stri
 }
 
 /// Writes `dir` with `case.yaml` (so `conformance run --cases DIR` runs just this case) and, for a
-/// host case, the materialised tree under `tree/` for reading.
+/// host case, the materialised tree under `tree/` for reading. `dir` must not exist; it is made
+/// here (its last component only, after its parents) and everything in it is written through a
+/// handle on it, never through a name the case's tree could have placed: the tree lives in
+/// `tree/`, which its `../` entries cannot leave, and the state directories the one-shot input
+/// names (`state/`) lie beside it.
 pub fn repro(cases: &[Case], id: &str, dir: &Path) -> Result<String, String> {
     let case = find(cases, id)?;
-    if dir.exists() {
-        return Err(format!("{} exists (repro writes a new directory)", dir.display()));
+    let shown = |e: std::io::Error| format!("{}: {e}", dir.display());
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(shown)?;
     }
-    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    fs::write(dir.join("case.yaml"), &case.text).map_err(|e| format!("case.yaml: {e}"))?;
-    let tree_dir = dir.join("tree");
-    let sandbox = Sandbox::in_dir(&tree_dir)?;
-    fs::write(tree_dir.join(TREE_MARKER), "").map_err(|e| e.to_string())?;
+    match fs::create_dir(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(format!("{} exists (repro writes a new directory)", dir.display()))
+        }
+        other => other.map_err(shown)?,
+    }
+    let out = crate::beneath::Beneath::open(dir)?;
+    out.write("case.yaml", case.text.as_bytes())?;
+    out.write(&format!("tree/{TREE_MARKER}"), b"")?;
+    let sandbox = Sandbox::in_dir(&dir.join("tree"), dir)?;
     let mut notes = vec![format!("wrote {}", dir.display())];
     // The one-shot input builds the tree as a run would (host cases), with paths into tree/.
     match crate::run::one_shot_input(&case.scenario, sandbox) {
         Ok(input) => {
             let text = serde_json::to_string_pretty(&input).map_err(|e| e.to_string())?;
-            fs::write(dir.join("one-shot.json"), text + "\n").map_err(|e| format!("one-shot.json: {e}"))?;
+            out.write("one-shot.json", (text + "\n").as_bytes())?;
             notes.push(format!("one-shot input: {}/one-shot.json (ADAPTER --one-shot < one-shot.json)", dir.display()));
         }
         Err(why) => notes.push(format!("no one-shot input: {why}")),

@@ -53,6 +53,10 @@ pub trait Implementation {
     fn close(&mut self) -> Result<(), ImplError>;
     /// Tells the implementation which case comes next (for its logs). The default ignores it.
     fn set_case(&mut self, _id: &str) {}
+    /// Hands the implementation a share in the next case's directories, which it keeps while it
+    /// may still write in them: the case's sandbox is removed only when the share is gone too.
+    /// The default drops it (a process adapter is killed before its sandbox is removed).
+    fn lend(&mut self, _lease: Option<crate::tree::Lease>) {}
     /// Whether the implementation takes a whole case at once ([`Implementation::run_whole`])
     /// rather than step by step. The default is false.
     fn is_one_shot(&self) -> bool {
@@ -80,6 +84,9 @@ pub use crate::driver::reference_hello;
 pub struct InProcess {
     worker: Option<Worker>,
     timeout: std::time::Duration,
+    /// The open case's directories, lent to every job: a worker abandoned at a timeout keeps
+    /// them until its step ends, so it never writes where they were (issue 21).
+    lease: Option<crate::tree::Lease>,
 }
 
 impl Default for InProcess {
@@ -98,17 +105,17 @@ enum Job {
 
 #[derive(Debug)]
 struct Worker {
-    jobs: std::sync::mpsc::Sender<Job>,
+    jobs: std::sync::mpsc::Sender<(Job, Option<crate::tree::Lease>)>,
     done: std::sync::mpsc::Receiver<Result<Observation, String>>,
 }
 
 impl Worker {
     fn start() -> Worker {
-        let (jobs, job_rx) = std::sync::mpsc::channel::<Job>();
+        let (jobs, job_rx) = std::sync::mpsc::channel::<(Job, Option<crate::tree::Lease>)>();
         let (done_tx, done) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut driver: Option<Driver> = None;
-            for job in job_rx {
+            for (job, lease) in job_rx {
                 let out = match job {
                     Job::Open(open) => Driver::open(open).map(|(d, obs)| {
                         driver = Some(d);
@@ -132,6 +139,8 @@ impl Worker {
                         Ok(Observation::default())
                     }
                 };
+                // The job's directories may go once its step has ended.
+                drop(lease);
                 if done_tx.send(out).is_err() {
                     return;
                 }
@@ -144,12 +153,12 @@ impl Worker {
 impl InProcess {
     /// The reference in-process, each step bounded by `timeout`.
     pub fn with_timeout(timeout: std::time::Duration) -> InProcess {
-        InProcess { worker: None, timeout }
+        InProcess { worker: None, timeout, lease: None }
     }
 
     fn run(&mut self, job: Job) -> Result<Observation, ImplError> {
         let worker = self.worker.get_or_insert_with(Worker::start);
-        if worker.jobs.send(job).is_err() {
+        if worker.jobs.send((job, self.lease.clone())).is_err() {
             self.worker = None;
             return Err(ImplError::Crash { reason: "the in-process worker is gone".into(), stderr: String::new() });
         }
@@ -187,9 +196,15 @@ impl Implementation for InProcess {
 
     fn close(&mut self) -> Result<(), ImplError> {
         if self.worker.is_none() {
+            self.lease = None;
             return Ok(());
         }
-        self.run(Job::Close).map(drop)
+        let closed = self.run(Job::Close).map(drop);
+        self.lease = None;
+        closed
+    }
+    fn lend(&mut self, lease: Option<crate::tree::Lease>) {
+        self.lease = lease;
     }
 }
 
@@ -292,6 +307,9 @@ impl Implementation for WithDeclared {
     }
     fn set_case(&mut self, id: &str) {
         self.inner.set_case(id);
+    }
+    fn lend(&mut self, lease: Option<crate::tree::Lease>) {
+        self.inner.lend(lease);
     }
     fn is_one_shot(&self) -> bool {
         self.inner.is_one_shot()

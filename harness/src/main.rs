@@ -671,6 +671,8 @@ fn main() -> ExitCode {
         }),
     };
     harness::cleanup::wait_if_stopping();
+    // What an abandoned in-process worker still holds goes now: nothing of the run goes on.
+    harness::cleanup::remove_leftovers();
     match outcome {
         Ok(code) => code,
         Err(e) => {

@@ -537,6 +537,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
         }
     };
     imp.set_case(&s.id);
+    imp.lend(running.sandbox.lease());
     let whole = if imp.is_one_shot() {
         match drive_whole(imp, &mut running, s) {
             Ok(w) => w,

@@ -12,12 +12,35 @@ use crate::wire::{to_hex, WireEntry};
 
 use crate::scenario::{Platform, Scenario, TreeValue};
 
+/// The temporary directories a case's sandbox owns, removed when the last [`Lease`] on them
+/// goes: the sandbox, which the case's tree lives in, and the harness's own directory for the
+/// implementation's state, which lies outside it.
+#[derive(Debug)]
+struct Owned {
+    _dirs: Vec<(tempfile::TempDir, crate::cleanup::Guard)>,
+}
+
+/// A share in a sandbox's temporary directories: they are removed only when the sandbox and
+/// every lease on it are gone. An in-process worker holds one for the step it is running, so a
+/// worker abandoned at a timeout finishes its step in directories that still exist, and never
+/// writes into a name that a removal freed (issue 21: it used to recreate them, following
+/// whatever another user had put at that name in a shared temporary directory).
+#[derive(Debug, Clone)]
+pub struct Lease {
+    _owned: std::sync::Arc<Owned>,
+}
+
 /// A case's directories. Everything the harness makes or changes in them goes through a handle
 /// on the sandbox ([`Beneath`]), never through a path that a link could redirect.
+///
+/// The tree lives in the sandbox (`project/`, `home/` and whatever the tree places beside the
+/// project with `../`); what the harness and the implementation write for the case (the state
+/// directory, a fork's, the root-file state and its temporary file) lies in a directory of the
+/// harness's own outside it, so no entry of a case's tree can stand where they are written
+/// (issue 21: a link placed at the state directory's name was written through).
 #[derive(Debug)]
 pub struct Sandbox {
-    _tmp: Option<tempfile::TempDir>,
-    _registered: Option<crate::cleanup::Guard>,
+    owned: Option<std::sync::Arc<Owned>>,
     fs: Beneath,
     /// The real path of the sandbox.
     pub dir: PathBuf,
@@ -25,42 +48,54 @@ pub struct Sandbox {
     pub project: PathBuf,
     /// A fake, empty HOME.
     pub home: PathBuf,
+    /// The real path of the directory the state directories are made in.
+    state: PathBuf,
     forks: usize,
 }
 
 impl Sandbox {
-    /// A new sandbox.
+    /// A new sandbox, with its state directory's parent beside it.
     pub fn new() -> Result<Sandbox, String> {
-        let tmp = tempfile::Builder::new().prefix("conformance-").tempdir().map_err(|e| format!("tempdir: {e}"))?;
-        // Registered before anything is made in it, so a signal never leaves it behind.
-        let registered = crate::cleanup::register_dir(tmp.path().to_path_buf());
-        let mut sandbox = Sandbox::in_dir(tmp.path())?;
-        sandbox._registered = Some(registered);
-        sandbox._tmp = Some(tmp);
+        // Each is registered as it is created, so a signal never leaves it behind.
+        let (tree, tree_guard) = crate::cleanup::temp_dir("conformance-")?;
+        let (state, state_guard) = crate::cleanup::temp_dir("conformance-state-")?;
+        let state_dir = fs::canonicalize(state.path()).map_err(|e| format!("{}: {e}", state.path().display()))?;
+        let mut sandbox = Sandbox::in_dir(tree.path(), &state_dir)?;
+        sandbox.owned = Some(std::sync::Arc::new(Owned { _dirs: vec![(tree, tree_guard), (state, state_guard)] }));
         Ok(sandbox)
     }
 
-    /// A sandbox in `dir` that is kept (for a reproduction).
-    pub fn in_dir(dir: &Path) -> Result<Sandbox, String> {
+    /// A sandbox in `dir` that is kept (for a reproduction), its state directories made in
+    /// `state`, which must exist and lie outside `dir`.
+    pub fn in_dir(dir: &Path, state: &Path) -> Result<Sandbox, String> {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let state = fs::canonicalize(state).map_err(|e| format!("{}: {e}", state.display()))?;
+        if state.starts_with(&dir) {
+            return Err(format!("{}: the state directory must lie outside the sandbox", state.display()));
+        }
         let beneath = Beneath::open(&dir)?;
         for d in ["project", "home"] {
             beneath.mkdir_all(d)?;
         }
         let (project, home) = (dir.join("project"), dir.join("home"));
-        Ok(Sandbox { _tmp: None, _registered: None, fs: beneath, dir, project, home, forks: 0 })
+        Ok(Sandbox { owned: None, fs: beneath, dir, project, home, state, forks: 0 })
     }
 
-    /// The first state directory.
+    /// A share in the sandbox's temporary directories (none for a kept sandbox).
+    pub fn lease(&self) -> Option<Lease> {
+        self.owned.clone().map(|owned| Lease { _owned: owned })
+    }
+
+    /// The first state directory. It does not exist yet; its parent does.
     pub fn state_dir(&self) -> PathBuf {
-        self.dir.join("state")
+        self.state.join("state")
     }
 
-    /// A fresh state directory for a fork.
+    /// A fresh state directory for a fork. It does not exist yet; its parent does.
     pub fn fork_dir(&mut self) -> PathBuf {
         self.forks += 1;
-        self.dir.join(format!("state-fork-{}", self.forks))
+        self.state.join(format!("state-fork-{}", self.forks))
     }
 
     /// The sandbox path of a tree path (relative to the project; `../` allowed within the
@@ -161,9 +196,7 @@ pub struct FakeHome {
 impl FakeHome {
     /// A new, empty HOME in the temporary directory.
     pub fn new() -> Result<FakeHome, String> {
-        let dir =
-            tempfile::Builder::new().prefix("conformance-home-").tempdir().map_err(|e| format!("tempdir: {e}"))?;
-        let _registered = crate::cleanup::register_dir(dir.path().to_path_buf());
+        let (dir, _registered) = crate::cleanup::temp_dir("conformance-home-")?;
         Ok(FakeHome { dir, _registered })
     }
 

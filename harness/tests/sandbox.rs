@@ -227,3 +227,131 @@ fn sigterm_removes_sandboxes_and_kills_the_adapter() {
     assert!(!alive(adapter_pid), "the adapter outlived SIGTERM");
     w.assert_tmp_empty();
 }
+
+/// A case file of another profile than `World::case` writes.
+fn case_of(w: &World, name: &str, profile: &str, body: &str) {
+    let text = format!(
+        "id: {name}\ntitle: t\nspec: [{{decision: D-X}}]\nprofile: {profile}\nplatform: posix\nrules: [hostile]\n{}",
+        body.replace("OUT", &w.outside().display().to_string())
+    );
+    std::fs::write(w.root.join("cases").join(format!("{name}.yaml")), text).unwrap();
+}
+
+#[test]
+fn a_case_tree_cannot_stand_where_the_harness_and_the_implementation_write_their_state() {
+    // Before issue 21 the state directories lay beside the project, where a tree entry `../state`
+    // could place a link: the root-file state's save then wrote through it, out of the sandbox
+    // (and over any file, through a link at its temporary file's name).
+    let w = World::new();
+    std::fs::create_dir_all(w.outside().join("state-target")).unwrap();
+    let out_dir = w.outside().join("state-target");
+    let tree = |extra: &str| format!("tree:\n  AGENTS.md: \"# r\\n\"\n{extra}");
+    case_of(
+        &w,
+        "t-state-link",
+        "root-file",
+        &format!(
+            "capabilities: [restart]\n{}steps:\n  - start:\n  - restart:\n",
+            tree(&format!("  ../state: {{symlink: \"{}\"}}\n", out_dir.display()))
+        ),
+    );
+    case_of(
+        &w,
+        "t-state-tmp-link",
+        "root-file",
+        &format!("{}steps:\n  - start:\n", tree("  ../state/root-file.json.tmp: {symlink: \"OUT/secret\"}\n")),
+    );
+    case_of(
+        &w,
+        "t-journal-link",
+        "modules",
+        &format!("{}steps:\n  - start:\n", tree("  ../state/journal.jsonl: {symlink: \"OUT/secret\"}\n")),
+    );
+    case_of(
+        &w,
+        "t-fork-link",
+        "modules",
+        &format!(
+            "capabilities: [fork]\n{}steps:\n  - start:\n  - fork:\n",
+            tree(&format!("  ../state-fork-1: {{symlink: \"{}\"}}\n", out_dir.display()))
+        ),
+    );
+    let cases = w.root.join("cases");
+    let (_, text) = w.run(&["run", "--cases", cases.to_str().unwrap()]);
+    for id in ["t-state-link", "t-state-tmp-link", "t-journal-link", "t-fork-link"] {
+        let line = text.lines().find(|l| l.contains(&format!("[{id}]")));
+        assert!(line.is_none_or(|l| l.starts_with("FAIL")), "{id} did not run: {text}");
+    }
+    assert!(!text.contains("CANARY-OUTSIDE"), "{text}");
+    let made: Vec<_> = std::fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(made.is_empty(), "state was written through a link the case placed: {made:?}");
+    std::fs::remove_dir(&out_dir).unwrap();
+    w.assert_outside_untouched();
+    w.assert_tmp_empty();
+}
+
+/// How many entries stand below `dir`.
+fn entries_below(dir: &Path) -> usize {
+    let Ok(read) = std::fs::read_dir(dir) else { return 0 };
+    read.flatten().map(|e| 1 + if e.path().is_dir() { entries_below(&e.path()) } else { 0 }).sum()
+}
+
+#[rstest::rstest]
+fn a_signal_at_any_phase_of_a_run_leaves_nothing_behind(
+    #[values(rustix::process::Signal::INT, rustix::process::Signal::TERM, rustix::process::Signal::HUP)]
+    signal: rustix::process::Signal,
+    #[values(1, 40, 1500)] entries_first: usize,
+) {
+    // A tree of 2,000 folders that takes a while to build: the signal falls before its sandbox
+    // exists (1: as soon as its sandbox exists), while it is being built (40 entries made), or
+    // while its steps run (1,500). Before issue 21 the folders the build went on making while
+    // the cleanup removed the sandbox kept it in place.
+    let w = World::new();
+    let files: String = (0..2000).map(|i| format!("  .elowen/rules/d{i}/m.md: {{size: 20000}}\n")).collect();
+    w.case(
+        "t-big",
+        &format!(
+            "capabilities: [rule_modules]\ntree:\n  AGENTS.md: \"# r\\n\"\n{files}steps:\n  - start:\n  - touch: {{path: src/a.ts}}\n  - next_request:\n"
+        ),
+    );
+    let cases = w.root.join("cases");
+    let mut child = w
+        .conformance(&["run", "--cases", cases.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while entries_below(&w.root.join("tmp")) < entries_first && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+    let status = child.wait().unwrap();
+    // The run may have ended by itself first, when the machine is quick: it left nothing then too.
+    assert!(matches!(status.code(), Some(0..=2)) || status.code() == Some(128 + signal.as_raw()), "{status:?}");
+    w.assert_tmp_empty();
+}
+
+#[test]
+fn a_worker_abandoned_at_a_timeout_never_writes_where_its_sandbox_was() {
+    // The first case's start (discovery of 30,000 modules in-process) outlives the 1 s timeout;
+    // the second case's tree takes seconds to build, so the run still goes on when the abandoned
+    // worker ends its step. Before issue 21 the sandbox was removed at the timeout, and the
+    // worker's journal then made its state directory again at the old name (and followed
+    // whatever stood there by then), leaving a `conformance-*` folder behind.
+    let w = World::new();
+    let modules: String = (0..30_000)
+        .map(|i| format!("  .elowen/rules/m{i}.md: \"---\\npaths: [\\\"src/{i}/**\\\"]\\n---\\nm\\n\"\n"))
+        .collect();
+    w.case(
+        "t-a-slow",
+        &format!("capabilities: [rule_modules]\ntree:\n  AGENTS.md: \"# r\\n\"\n{modules}steps:\n  - start:\n"),
+    );
+    let files: String = (0..2000).map(|i| format!("  d{i}/e/f.txt: {{size: 30000}}\n")).collect();
+    w.case("t-b-wide", &format!("tree:\n  AGENTS.md: \"# r\\n\"\n{files}steps:\n  - start:\n"));
+    let cases = w.root.join("cases");
+    let (_, text) = w.run(&["run", "--cases", cases.to_str().unwrap(), "--timeout", "1", "--jobs", "1"]);
+    assert!(text.contains("TIMEOUT t-a-slow") || text.contains("[t-a-slow]"), "{text}");
+    w.assert_tmp_empty();
+}

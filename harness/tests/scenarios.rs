@@ -135,6 +135,9 @@ impl Implementation for Paced {
     fn close(&mut self) -> Result<(), ImplError> {
         self.inner.close()
     }
+    fn lend(&mut self, lease: Option<harness::tree::Lease>) {
+        self.inner.lend(lease);
+    }
 }
 
 /// The wait [`PACE_VAR`] asks for: none when it is unset, an error when it is not a number,
