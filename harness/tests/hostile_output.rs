@@ -4,7 +4,8 @@
 //! read back as the escaped text, the matrix page holds no element from data, the JSON report
 //! holds no raw control or bidi character — and no report hangs or grows with what it is fed:
 //! a diff of two multi-megabyte values renders within seconds, and a 13 MiB hello gives a JUnit
-//! file of a few KiB.
+//! file of a few KiB. The command line too: `smoke`, a refused hello and a saved report rendered
+//! again print nothing a terminal acts on.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -350,5 +351,112 @@ fn a_reason_of_megabytes_is_cut_with_a_marker_in_every_format() {
     ] {
         assert!(text.len() < 512 * 1024, "{format}: {} bytes", text.len());
         assert!(text.contains("more bytes"), "{format}: the cut is not marked");
+    }
+}
+
+/// A shell adapter whose hello is hostile and which answers its first `open` with a stray line of
+/// escape sequences, writes more to stderr and exits.
+fn hostile_adapter(dir: &std::path::Path, capabilities: &str) -> String {
+    let script = dir.join("adapter.sh");
+    let hello = format!(
+        r#"{{"seq":1,"ok":true,"hello":{{"name":"evil\u001b]0;title\u0007\u001b[2J","version":"1\u009b31m","language":"sh\u202e","profiles":["modules"],"capabilities":[{capabilities}]}}}}"#
+    );
+    let body = format!(
+        "#!/bin/sh\nread line\nprintf '%s\\n' '{hello}'\nread line\nprintf '\\033[2Jstray \\302\\233 31m\\n'\nprintf '\\033]0;title\\007\\033]8;;http://evil.example/\\033\\\\click\\033]8;;\\033\\\\ \\342\\200\\256 bidi\\n' >&2\nexit 3\n"
+    );
+    std::fs::write(&script, body).unwrap();
+    format!("sh {}", script.display())
+}
+
+fn conformance(args: &[&str]) -> (i32, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_conformance")).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn smoke_shows_a_hostile_adapter_and_its_stderr_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = hostile_adapter(dir.path(), "");
+    let (code, out, err) = conformance(&["smoke", "--adapter", &adapter, "--timeout", "5"]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(out.contains("hello: evil") && out.contains("CRASH"), "{out}{err}");
+    assert!(out.contains("the exchange:"), "{out}");
+    assert_inert_on_a_terminal("smoke's stdout", &out);
+    assert_inert_on_a_terminal("smoke's stderr", &err);
+}
+
+#[test]
+fn a_refused_hostile_hello_is_reported_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = hostile_adapter(dir.path(), r#""\u001b[2Jno-such-capability\u202e""#);
+    let (code, out, err) = conformance(&["run", "--adapter", &adapter, "--filter", "m-fm-00"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("not valid"), "{err}");
+    assert_inert_on_a_terminal("run's stdout", &out);
+    assert_inert_on_a_terminal("run's stderr", &err);
+}
+
+/// Runs the command line, killed if it takes more than `secs`: a guard against a hang.
+fn conformance_within(secs: u64, args: &[&str]) -> (i32, String, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_conformance"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("conformance {args:?} not done within {secs} s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status.code().unwrap_or(-1), out.join().unwrap(), err.join().unwrap())
+}
+
+#[test]
+fn a_saved_report_with_a_diff_bomb_and_hostile_text_renders_again_inert_and_in_time() {
+    let (mut results, summary) = hostile_results();
+    // 80k lines a side, so that the saved report stays within the 4 MiB `report` reads.
+    let expected: String = (0..80_000).map(|i| format!("expected line {i}\n")).collect();
+    let actual: String = (0..80_000).map(|i| format!("actual line {i}\n")).collect();
+    // A saved report's bases are read back as decision ids, which a hostile one is not.
+    for m in results.iter_mut().flat_map(|r| r.steps.iter_mut()).flat_map(|s| s.mismatches.iter_mut()) {
+        m.basis = Basis::Seed;
+    }
+    results[0].steps[0]
+        .mismatches
+        .insert(0, Mismatch { field: "startup[0].content".into(), expected, actual, basis: Basis::Seed });
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("saved.json");
+    std::fs::write(&saved, report::json(&hostile_hello(), &results, &summary)).unwrap();
+    let saved = saved.to_string_lossy().into_owned();
+    for format in ["human", "markdown", "junit", "json"] {
+        let (code, out, err) = conformance_within(60, &["report", &saved, "--format", format]);
+        assert_eq!(code, 0, "{format}: {err}");
+        assert!(out.contains("x-002"), "{format}: {out}");
+        assert_inert_on_a_terminal(&format!("report --format {format}"), &out);
+        assert_inert_on_a_terminal(&format!("report --format {format} (stderr)"), &err);
     }
 }
