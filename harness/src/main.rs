@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use harness::escape::{self, cut};
 use harness::implementation::{Implementation, InProcess};
 use harness::load::{Case, Corpus};
 use harness::manifest::Manifest;
@@ -390,8 +391,11 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         if args.format == Format::Human { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
     let human = report::human(&results, &summary, report::use_colour(terminal));
     let rendered = Rendered { hello: &hello, results: &results, summary: &summary, profile: args.profile.as_deref() };
-    let out = if args.format == Format::Human { human.clone() } else { rendered.render(args.format) };
-    emit(format_args!("{out}\n"));
+    if args.format == Format::Human {
+        emit_painted(&format!("{human}\n"));
+    } else {
+        emit(format_args!("{}\n", rendered.render(args.format)));
+    }
     if args.format != Format::Human {
         eprint!("{human}");
     }
@@ -402,7 +406,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         eprintln!(
             "conformance: the implementation declares less than when its manifest was written: {} no longer \
              declared (cases needing them are now UNSUPPORTED, not run)",
-            dropped.join(", ")
+            line(&dropped.join(", "), escape::MESSAGE_MAX)
         );
     }
     let cut: Vec<&str> = results
@@ -411,10 +415,10 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
         .filter(|r| r.starts_with(harness::suite::FAIL_FAST_NOT_RUN))
         .collect();
     if let Some(why) = cut.first() {
-        eprintln!("conformance: {} cases {why}", cut.len());
+        eprintln!("conformance: {} cases {}", cut.len(), line(why, escape::MESSAGE_MAX));
     }
     if let Some(why) = fatal {
-        eprintln!("conformance: the run ended early: {why}");
+        eprintln!("conformance: the run ended early: {}", escape::terminal(&escape::cut(&why, escape::REASON_MAX)));
         return Ok(ExitCode::from(2));
     }
     if summary.unexpected.is_empty() && dropped.is_empty() {
@@ -507,11 +511,11 @@ fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String
     harness::implementation::validate_hello(&hello)?;
     emit(format_args!(
         "hello: {} {} ({}), profiles [{}], capabilities [{}]\n",
-        hello.name,
-        hello.version,
-        hello.language,
-        hello.profiles.join(", "),
-        hello.capabilities.join(", ")
+        field(&hello.name),
+        field(&hello.version),
+        field(&hello.language),
+        line(&hello.profiles.join(", "), escape::MESSAGE_MAX),
+        line(&hello.capabilities.join(", "), escape::MESSAGE_MAX)
     ));
     let mut failed = false;
     for profile in &hello.profiles {
@@ -533,11 +537,19 @@ fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String
         };
         imp.record();
         let result = harness::run::run_case(&mut imp, &harness::run::RunContext::new(&hello), case);
-        emit(format_args!("{profile}: {} {} [{}]\n", result.status.as_str(), case.name, case.scenario.id));
+        emit(format_args!(
+            "{}: {} {} [{}]\n",
+            field(profile),
+            result.status.as_str(),
+            field(&case.name),
+            field(&case.scenario.id)
+        ));
         if result.status != Status::Pass {
             if !failed {
                 emit(format_args!("{}", report::case_detail(&result)));
-                emit(format_args!("the exchange:\n{}\n", imp.transcript().join("\n")));
+                let exchange: Vec<String> =
+                    imp.transcript().iter().map(|l| line(l, escape::TRANSCRIPT_LINE_MAX)).collect();
+                emit(format_args!("the exchange:\n{}\n", exchange.join("\n")));
             }
             failed = true;
         }
@@ -595,12 +607,32 @@ struct SavedSummary {
     unexpected: Vec<String>,
 }
 
-/// Writes to stdout. A reader that went away (`conformance list | head -1`) ends the program
-/// quietly with success, instead of a panic on the broken pipe.
+/// A label from a case or an implementation on one line of the terminal: cut to
+/// [`escape::FIELD_MAX`], its control and bidi characters (newlines too) shown as escapes.
+fn field(s: &str) -> String {
+    line(s, escape::FIELD_MAX)
+}
+
+/// `s` cut to `max` bytes and shown on one line of the terminal, as [`field`].
+fn line(s: &str, max: usize) -> String {
+    escape::terminal_line(&cut(s, max)).into_owned()
+}
+
+/// Writes to stdout, inert on a terminal: every control and bidi character in it, but newlines
+/// and tabs, is shown as an escape ([`escape::terminal`]), whatever case or implementation it
+/// came from. Only [`emit_painted`] writes escape sequences, the harness's own colours.
 fn emit(text: std::fmt::Arguments<'_>) {
+    emit_painted(&escape::terminal(&text.to_string()));
+}
+
+/// Writes `text` to stdout as it is: for the human report, whose text from data is escaped as it
+/// is built ([`report::human`]) and whose only escape sequences are its colours. A reader that
+/// went away (`conformance list | head -1`) ends the program quietly with success, instead of a
+/// panic on the broken pipe.
+fn emit_painted(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_fmt(text).and_then(|()| stdout.flush()) {
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
@@ -619,7 +651,13 @@ fn main() -> ExitCode {
         Command::List(c) => load(&c).map(|cases| {
             for case in cases {
                 let s = &case.scenario;
-                emit(format_args!("{:<14} {:<60} [{}] {}\n", s.id, case.name, s.capabilities.join(","), s.title));
+                emit(format_args!(
+                    "{:<14} {:<60} [{}] {}\n",
+                    field(&s.id),
+                    field(&case.name),
+                    field(&s.capabilities.join(",")),
+                    line(&s.title, escape::MESSAGE_MAX)
+                ));
             }
             ExitCode::SUCCESS
         }),
@@ -676,7 +714,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("conformance: {e}");
+            eprintln!("conformance: {}", escape::terminal(&cut(&e, escape::ERROR_MAX)));
             ExitCode::from(2)
         }
     }

@@ -3,12 +3,17 @@
 //! with the suite's decisions, unsupported cases apart from both), `matrix.json` (every result),
 //! and a page per non-passing case with its reason and diff. No script, no external asset: the
 //! pages open from disk in any browser.
+//!
+//! Every text from a case or an implementation is cut to its cap and escaped by
+//! [`crate::escape::html`] (markup, control and bidi characters); `matrix.json` carries the same
+//! caps as the JSON report.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::fs;
 use std::path::Path;
 
+use crate::escape::{cut, FIELD_MAX, MESSAGE_MAX, REASON_MAX};
 use crate::run::{CaseResult, Status, Verdict};
 use crate::wire::Hello;
 
@@ -23,9 +28,10 @@ pub struct Column {
     pub results: Vec<CaseResult>,
 }
 
-/// Escapes text for HTML.
+/// A label from data (a name, an id, an area, a hello field), cut to its cap and escaped for
+/// HTML.
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
+    crate::escape::html(&cut(s, FIELD_MAX))
 }
 
 /// A name safe as a file name.
@@ -166,31 +172,39 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
                 esc(&r.id),
                 r.status.as_str(),
                 esc(&r.name),
-                esc(r.reason.as_deref().unwrap_or(""))
+                crate::escape::html(&cut(r.reason.as_deref().unwrap_or(""), MESSAGE_MAX))
             );
             let detail = crate::report::case_detail(r);
             let case_page = format!(
                 "<p><a href=\"../../index.html\">matrix</a></p>\n<h1>{} on {}</h1>\n<p class=\"{class}\">{}</p>\n<pre>{}</pre>\n",
                 esc(&r.id),
                 esc(&col.name),
-                esc(r.reason.as_deref().unwrap_or("")),
-                esc(&detail)
+                crate::escape::html(&cut(r.reason.as_deref().unwrap_or(""), REASON_MAX)),
+                crate::escape::html(&detail)
             );
             put(
                 &col_dir.join(format!("{}.html", slug(&r.id))),
-                page(&format!("{} on {}", r.id, col.name), &case_page),
+                page(&format!("{} on {}", cut(&r.id, FIELD_MAX), cut(&col.name, FIELD_MAX)), &case_page),
             )?;
         }
         body.push_str("</ul>\n");
     }
     put(&dir.join("index.html"), page("Conformance matrix", &body))?;
+    let bounded: Vec<Column> = columns
+        .iter()
+        .map(|c| Column {
+            name: c.name.clone(),
+            hello: crate::report::bounded_hello(&c.hello),
+            results: c.results.iter().map(crate::report::bounded_result).collect(),
+        })
+        .collect();
     let json = serde_json::to_string_pretty(&serde_json::json!({
         "suite_version": env!("CARGO_PKG_VERSION"),
         "protocol": crate::wire::PROTOCOL_VERSION,
-        "implementations": columns,
+        "implementations": bounded,
     }))
     .map_err(|e| e.to_string())?;
-    put(&dir.join("matrix.json"), json)
+    put(&dir.join("matrix.json"), crate::escape::json(json))
 }
 
 #[cfg(test)]
@@ -199,7 +213,7 @@ mod tests {
 
     #[test]
     fn html_is_escaped() {
-        assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(esc("<a href=\"x\">&'\u{1b}"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\\x1b");
         assert_eq!(slug("my impl/1"), "my_impl_1");
     }
 }

@@ -1,38 +1,79 @@
-//! Reporters: human text with the first divergent step side by side.
+//! Reporters: human text with the first divergent step side by side, JSON, JUnit XML, Markdown
+//! and badges.
+//!
+//! Every text that came from a case or an implementation is cut to its cap and escaped for the
+//! format by [`crate::escape`] on its way in, so no report acts on what displays it and none grows
+//! with what the implementation sent; that module's docs give the caps and the size bound.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
+use crate::escape::{self, cut, DETAIL_MAX, FIELD_MAX, MESSAGE_MAX, REASON_MAX};
 use crate::run::{CaseResult, Status, Verdict};
 
+/// The most mismatches of the first divergent step, and decision differences, a case's detail
+/// shows. The default is 20.
+const MISMATCHES_SHOWN: usize = 20;
+
+/// A label from a case or an implementation (an id, a name, an area, a hello field), cut to
+/// [`FIELD_MAX`].
+fn label(s: &str) -> Cow<'_, str> {
+    cut(s, FIELD_MAX)
+}
+
+/// A label on one line of plain text: cut to [`FIELD_MAX`], a newline in it escaped, so that no
+/// label can start a line that looks like the report's own.
+fn one_line(s: &str) -> String {
+    escape::terminal_line(&label(s)).into_owned()
+}
+
 /// The detail of one non-passing case: its reason and, for a failure, the first divergent step
-/// with expected and actual side by side.
+/// with expected and actual side by side. Plain text, inert on a terminal (every control and bidi
+/// character from data escaped), at most [`DETAIL_MAX`] bytes before that escaping (the commands
+/// that read and reproduce the case aside), every label on one line and every line of a reason
+/// after its first indented, so that nothing from data reads as a line of the report.
 pub fn case_detail(r: &CaseResult) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{} {} [{}]{}", r.status.as_str(), r.name, r.id, basis_label(r));
+    let _ = writeln!(out, "{} {} [{}]{}", r.status.as_str(), one_line(&r.name), one_line(&r.id), basis_label(r));
     if let Some(reason) = &r.reason {
-        let _ = writeln!(out, "  {reason}");
+        let _ = writeln!(out, "  {}", cut(reason, REASON_MAX).replace('\n', "\n    "));
     }
-    for d in &r.decision_differences {
-        let _ = writeln!(out, "  (not gated) {d}");
+    for d in r.decision_differences.iter().take(MISMATCHES_SHOWN) {
+        let _ = writeln!(out, "  (not gated) {}", one_line(d));
+    }
+    if r.decision_differences.len() > MISMATCHES_SHOWN {
+        let _ = writeln!(out, "  … {} more differences not gated", r.decision_differences.len() - MISMATCHES_SHOWN);
     }
     if r.status == Status::Fail {
         if let Some(step) = r.first_divergence() {
-            let _ = writeln!(out, "  first divergent step: {} ({})", step.index, step.action);
-            for m in &step.mismatches {
+            let _ = writeln!(out, "  first divergent step: {} ({})", step.index, one_line(&step.action));
+            for m in step.mismatches.iter().take(MISMATCHES_SHOWN) {
                 let on = match &m.basis {
-                    crate::scenario::Basis::Seed => "seed".to_string(),
-                    crate::scenario::Basis::Decision(d) => d.clone(),
+                    crate::scenario::Basis::Seed => "seed".into(),
+                    crate::scenario::Basis::Decision(d) => one_line(d),
                 };
-                let _ = writeln!(out, "  {} ({on}):", m.field);
+                let _ = writeln!(out, "  {} ({on}):", one_line(&m.field));
                 out.push_str(&crate::diff::render(&m.expected, &m.actual, "    "));
+                if out.len() > DETAIL_MAX {
+                    break;
+                }
+            }
+            if step.mismatches.len() > MISMATCHES_SHOWN {
+                let _ = writeln!(out, "  … {} more differences at this step", step.mismatches.len() - MISMATCHES_SHOWN);
             }
         }
+    }
+    let mut out = escape::terminal(&cut(&out, DETAIL_MAX)).into_owned();
+    if !out.ends_with('\n') {
+        out.push('\n');
     }
     if !matches!(r.status, Status::Pass | Status::Skip | Status::Unsupported) {
         let program = std::env::args().next().unwrap_or_else(|| "conformance".into());
         let program = crate::adapter::shell_quote(&program);
-        let _ = writeln!(out, "  read it:      {program} explain {}", r.id);
-        let _ = writeln!(out, "  reproduce it: {program} repro {} repro-{}", r.id, r.id);
+        let id = crate::adapter::shell_quote(&label(&r.id));
+        let dir = crate::adapter::shell_quote(&format!("repro-{}", label(&r.id)));
+        let commands = format!("  read it:      {program} explain {id}\n  reproduce it: {program} repro {id} {dir}\n");
+        out.push_str(&escape::terminal(&commands));
     }
     out
 }
@@ -41,9 +82,31 @@ pub fn case_detail(r: &CaseResult) -> String {
 fn basis_label(r: &CaseResult) -> String {
     match (r.basis, &r.decision) {
         (Some(Verdict::Seed), _) => " — violates the seed".into(),
-        (Some(_), Some(d)) => format!(" — differs from decision {d}"),
+        (Some(_), Some(d)) => format!(" — differs from decision {}", one_line(d)),
         _ => String::new(),
     }
+}
+
+/// `hello` with its name, version and language cut to [`FIELD_MAX`], for a report.
+pub(crate) fn bounded_hello(hello: &crate::Hello) -> crate::Hello {
+    let mut hello = hello.clone();
+    for field in [&mut hello.name, &mut hello.version, &mut hello.language] {
+        if let Cow::Owned(cut) = label(field) {
+            *field = cut;
+        }
+    }
+    hello
+}
+
+/// `r` with its reason cut to [`REASON_MAX`], for a JSON report.
+pub(crate) fn bounded_result(r: &CaseResult) -> CaseResult {
+    let mut r = r.clone();
+    if let Some(reason) = &mut r.reason {
+        if let Cow::Owned(cut) = cut(reason, REASON_MAX) {
+            *reason = cut;
+        }
+    }
+    r
 }
 
 /// Counts of statuses, per area and in total.
@@ -123,7 +186,7 @@ pub fn human(results: &[CaseResult], summary: &Summary, colour: bool) -> String 
     let _ = writeln!(out, "{:<28} {}", "area", ORDER.map(|s| format!("{:>5}", short(s))).join(" "));
     for (area, counts) in &summary.areas {
         let cells = ORDER.map(|s| format!("{:>5}", counts.get(s.as_str()).copied().unwrap_or(0)));
-        let _ = writeln!(out, "{area:<28} {}", cells.join(" "));
+        let _ = writeln!(out, "{:<28} {}", escape::terminal_line(&label(area)), cells.join(" "));
     }
     // XFAIL is an expected failure, not a pass; XPASS did pass (and is unexpected).
     let passed = summary.count(Status::Pass) + summary.count(Status::Xpass);
@@ -166,15 +229,19 @@ fn short(s: Status) -> &'static str {
     }
 }
 
-/// The JSON report: the implementation, the summary and every result with its steps.
+/// The JSON report: the implementation, the summary and every result with its steps. The hello
+/// fields and reasons are cut to their caps; observations and mismatches are kept whole, as this
+/// is the record `conformance report` renders again. DEL, C1 and bidi characters are written as
+/// `\uXXXX` ([`escape::json`]).
 pub fn json(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> String {
+    let results: Vec<CaseResult> = results.iter().map(bounded_result).collect();
     let v = serde_json::json!({
         "suite_version": env!("CARGO_PKG_VERSION"),
-        "implementation": hello,
+        "implementation": bounded_hello(hello),
         "summary": summary,
         "results": results,
     });
-    serde_json::to_string_pretty(&v).unwrap_or_default()
+    escape::json(serde_json::to_string_pretty(&v).unwrap_or_default())
 }
 
 /// JUnit XML in the form of the common Jenkins/Ant `junit-10` schema: `<testsuites>` with one
@@ -182,12 +249,12 @@ pub fn json(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> 
 /// carrying `<properties>` that name the implementation, its version and language, the suite and
 /// protocol versions; one `<testcase>` per case, with `<failure>`, `<error>` or `<skipped>`.
 /// A case the manifest expects not to pass is reported as skipped, with the reason.
+///
+/// Every text from data is cut to its cap and escaped by [`escape::xml_attr`] or
+/// [`escape::xml_text`] (quick-xml escapes the markup), so the document is valid XML 1.0 and an
+/// attribute reads back as the escaped text.
 pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> String {
     use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-    let mut by_area: std::collections::BTreeMap<String, Vec<&CaseResult>> = std::collections::BTreeMap::new();
-    for r in results {
-        by_area.entry(format!("{}/{}", r.profile, r.area)).or_default().push(r);
-    }
     enum Outcome {
         Pass,
         Skipped(String),
@@ -195,7 +262,7 @@ pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) ->
         Error(String, String),
     }
     let outcome = |r: &CaseResult| -> Outcome {
-        let reason = xml_safe(&r.reason.clone().unwrap_or_default());
+        let reason = escape::xml_attr(&cut(r.reason.as_deref().unwrap_or_default(), MESSAGE_MAX)).into_owned();
         let unexpected = summary.unexpected.contains(&r.id);
         match r.status {
             Status::Pass => Outcome::Pass,
@@ -203,35 +270,41 @@ pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) ->
                 Outcome::Skipped(format!("{}: {reason}", r.status.as_str()))
             }
             _ if !unexpected => Outcome::Skipped(format!("{} as expected: {reason}", r.status.as_str())),
-            Status::Fail | Status::Xpass => Outcome::Failure(reason, xml_safe(&case_detail(r))),
-            _ => Outcome::Error(reason, xml_safe(&case_detail(r))),
+            Status::Fail | Status::Xpass => Outcome::Failure(reason, escape::xml_text(&case_detail(r)).into_owned()),
+            _ => Outcome::Error(reason, escape::xml_text(&case_detail(r)).into_owned()),
         }
     };
+    // Each outcome is worked out once: a case's detail renders its diffs.
+    let mut by_area: std::collections::BTreeMap<String, Vec<(&CaseResult, Outcome)>> =
+        std::collections::BTreeMap::new();
+    for r in results {
+        by_area.entry(format!("{}/{}", r.profile, r.area)).or_default().push((r, outcome(r)));
+    }
     let seconds = |ms: u128| format!("{:.3}", ms as f64 / 1000.0);
     let mut w = quick_xml::Writer::new_with_indent(Vec::new(), b' ', 2);
     let emit = |w: &mut quick_xml::Writer<Vec<u8>>, e: Event<'_>| {
         let _ = w.write_event(e);
     };
     emit(&mut w, Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)));
-    let count =
-        |f: &dyn Fn(&Outcome) -> bool, rs: &[&CaseResult]| rs.iter().filter(|r| f(&outcome(r))).count().to_string();
-    let all: Vec<&CaseResult> = results.iter().collect();
+    let count = |f: &dyn Fn(&Outcome) -> bool, rs: &[(&CaseResult, Outcome)]| rs.iter().filter(|(_, o)| f(o)).count();
+    let count_all = |f: &dyn Fn(&Outcome) -> bool| by_area.values().map(|rs| count(f, rs)).sum::<usize>().to_string();
     let total_ms: u128 = results.iter().map(|r| r.millis).sum();
+    let attr = |s: &str| escape::xml_attr(&label(s)).into_owned();
     let mut root = BytesStart::new("testsuites");
-    root.push_attribute(("name", format!("conformance: {}", hello.name).as_str()));
+    root.push_attribute(("name", format!("conformance: {}", attr(&hello.name)).as_str()));
     root.push_attribute(("tests", results.len().to_string().as_str()));
-    root.push_attribute(("failures", count(&|o| matches!(o, Outcome::Failure(..)), &all).as_str()));
-    root.push_attribute(("errors", count(&|o| matches!(o, Outcome::Error(..)), &all).as_str()));
+    root.push_attribute(("failures", count_all(&|o| matches!(o, Outcome::Failure(..))).as_str()));
+    root.push_attribute(("errors", count_all(&|o| matches!(o, Outcome::Error(..))).as_str()));
     root.push_attribute(("time", seconds(total_ms).as_str()));
     emit(&mut w, Event::Start(root));
     for (area, rs) in &by_area {
         let mut suite = BytesStart::new("testsuite");
-        suite.push_attribute(("name", area.as_str()));
+        suite.push_attribute(("name", attr(area).as_str()));
         suite.push_attribute(("tests", rs.len().to_string().as_str()));
-        suite.push_attribute(("failures", count(&|o| matches!(o, Outcome::Failure(..)), rs).as_str()));
-        suite.push_attribute(("errors", count(&|o| matches!(o, Outcome::Error(..)), rs).as_str()));
-        suite.push_attribute(("skipped", count(&|o| matches!(o, Outcome::Skipped(_)), rs).as_str()));
-        suite.push_attribute(("time", seconds(rs.iter().map(|r| r.millis).sum()).as_str()));
+        suite.push_attribute(("failures", count(&|o| matches!(o, Outcome::Failure(..)), rs).to_string().as_str()));
+        suite.push_attribute(("errors", count(&|o| matches!(o, Outcome::Error(..)), rs).to_string().as_str()));
+        suite.push_attribute(("skipped", count(&|o| matches!(o, Outcome::Skipped(_)), rs).to_string().as_str()));
+        suite.push_attribute(("time", seconds(rs.iter().map(|(r, _)| r.millis).sum()).as_str()));
         emit(&mut w, Event::Start(suite));
         emit(&mut w, Event::Start(BytesStart::new("properties")));
         for (name, value) in [
@@ -243,16 +316,16 @@ pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) ->
         ] {
             let mut p = BytesStart::new("property");
             p.push_attribute(("name", name));
-            p.push_attribute(("value", value));
+            p.push_attribute(("value", attr(value).as_str()));
             emit(&mut w, Event::Empty(p));
         }
         emit(&mut w, Event::End(BytesEnd::new("properties")));
-        for r in rs {
+        for (r, outcome) in rs {
             let mut tc = BytesStart::new("testcase");
-            tc.push_attribute(("name", format!("{} [{}]", r.name, r.id).as_str()));
-            tc.push_attribute(("classname", format!("{}.{}", r.profile, r.area).as_str()));
+            tc.push_attribute(("name", format!("{} [{}]", attr(&r.name), attr(&r.id)).as_str()));
+            tc.push_attribute(("classname", format!("{}.{}", attr(&r.profile), attr(&r.area)).as_str()));
             tc.push_attribute(("time", seconds(r.millis).as_str()));
-            let (tag, message, body) = match outcome(r) {
+            let (tag, message, body) = match outcome {
                 Outcome::Pass => {
                     emit(&mut w, Event::Empty(tc));
                     continue;
@@ -270,7 +343,7 @@ pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) ->
             match body {
                 Some(text) => {
                     emit(&mut w, Event::Start(el));
-                    emit(&mut w, Event::Text(BytesText::new(&text)));
+                    emit(&mut w, Event::Text(BytesText::new(text)));
                     emit(&mut w, Event::End(BytesEnd::new(tag)));
                 }
                 None => emit(&mut w, Event::Empty(el)),
@@ -283,27 +356,20 @@ pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) ->
     String::from_utf8(w.into_inner()).unwrap_or_default()
 }
 
-/// `s` with the characters XML 1.0 cannot hold, even escaped (most C0 controls, U+FFFE, U+FFFF),
-/// replaced by U+FFFD: an adapter's stderr may carry anything.
-fn xml_safe(s: &str) -> String {
-    s.chars()
-        .map(|c| match c {
-            '\t' | '\n' | '\r' => c,
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => '\u{fffd}',
-            c => c,
-        })
-        .collect()
-}
-
-/// Markdown for a CI step summary.
+/// Markdown for a CI step summary. Text from data is inline text escaped by
+/// [`escape::markdown_text`] (ids in code spans by [`escape::markdown_code`]), and a reason of
+/// several lines continues in a code block ([`escape::markdown_block`]): nothing from data
+/// becomes HTML, a heading, a table cell, a link or an image.
 pub fn markdown(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> String {
+    let text = |s: &str| escape::markdown_text(&label(s));
     let mut out = String::new();
-    let _ = writeln!(out, "## Conformance: {} {} ({})\n", hello.name, hello.version, hello.language);
+    let _ =
+        writeln!(out, "## Conformance: {} {} ({})\n", text(&hello.name), text(&hello.version), text(&hello.language));
     let _ = writeln!(out, "| area | {} |", ORDER.map(|s| s.as_str()).join(" | "));
     let _ = writeln!(out, "|---|{}", "---:|".repeat(ORDER.len()));
     for (area, counts) in &summary.areas {
         let cells = ORDER.map(|s| counts.get(s.as_str()).copied().unwrap_or(0).to_string());
-        let _ = writeln!(out, "| {area} | {} |", cells.join(" | "));
+        let _ = writeln!(out, "| {} | {} |", text(area), cells.join(" | "));
     }
     let (seed, decision) = split_by_basis(results);
     let _ = writeln!(out, "\nOf the failures, {seed} violate the seed and {decision} differ only from a decision.");
@@ -323,14 +389,19 @@ pub fn markdown(hello: &crate::Hello, results: &[CaseResult], summary: &Summary)
             }
             let _ = writeln!(out, "\n### {title}\n");
             for r in members {
+                let reason = cut(r.reason.as_deref().unwrap_or_default(), REASON_MAX);
+                let (first, rest) = reason.split_once('\n').unwrap_or((&reason, ""));
                 let _ = writeln!(
                     out,
-                    "- **{}** `{}` ({}): {}",
+                    "- **{}** {} ({}): {}",
                     r.status.as_str(),
-                    r.id,
-                    r.name,
-                    r.reason.clone().unwrap_or_default()
+                    escape::markdown_code(&label(&r.id)),
+                    text(&r.name),
+                    escape::markdown_text(first)
                 );
+                if !rest.is_empty() {
+                    out.push_str(&escape::markdown_block(rest, "  "));
+                }
             }
         }
     }
@@ -360,9 +431,9 @@ pub fn badge(results: &[CaseResult], profile: Option<&str>) -> String {
     } else {
         format!("{passed}/{total}")
     };
-    let label = profile.map_or_else(|| "conformance".to_string(), |p| format!("conformance: {p}"));
-    let doc = serde_json::json!({"schemaVersion": 1, "label": label, "message": message, "color": color});
-    serde_json::to_string_pretty(&doc).unwrap_or_default()
+    let title = profile.map_or_else(|| "conformance".to_string(), |p| format!("conformance: {}", label(p)));
+    let doc = serde_json::json!({"schemaVersion": 1, "label": title, "message": message, "color": color});
+    escape::json(serde_json::to_string_pretty(&doc).unwrap_or_default())
 }
 
 /// The profiles the results cover, in order.
