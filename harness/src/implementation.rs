@@ -323,3 +323,48 @@ impl Implementation for WithDeclared {
         self.inner.run_whole(case, open, steps)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::TreeValue;
+    use crate::tree::Sandbox;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_worker_abandoned_at_a_timeout_keeps_its_sandbox_until_its_step_ends_and_never_makes_it_again() {
+        // Issue 21: the sandbox used to be removed at the timeout, and the abandoned worker's
+        // step then made its state directory again at the freed name (following whatever stood
+        // there by then in the shared temporary directory).
+        let sandbox = Sandbox::new().unwrap();
+        sandbox.put("AGENTS.md", &TreeValue::File(b"# r\n".to_vec())).unwrap();
+        for i in 0..2000 {
+            let module = format!("---\npaths: [\"src/{i}/**\"]\n---\nm\n");
+            sandbox.put(&format!(".elowen/rules/m{i}.md"), &TreeValue::File(module.into_bytes())).unwrap();
+        }
+        let (dir, state) = (sandbox.dir.clone(), sandbox.state_dir());
+        let open: OpenCase = serde_json::from_value(serde_json::json!({
+            "profile": "modules", "platform": "posix",
+            "root": sandbox.project.to_string_lossy(), "state_dir": state.to_string_lossy(),
+        }))
+        .unwrap();
+        let mut imp = InProcess::with_timeout(Duration::from_secs(30));
+        imp.lend(sandbox.lease());
+        imp.open(&open).unwrap();
+        // No step ends in no time: the start (a discovery, a journal made and synced) times out.
+        imp.timeout = Duration::ZERO;
+        assert!(matches!(imp.step(&StepOp::Start), Err(ImplError::Timeout { .. })));
+        imp.close().unwrap();
+        drop(sandbox);
+        // A discovery of 2,000 modules and a synced journal take milliseconds, the drop none.
+        assert!(dir.exists() && state.parent().unwrap().exists(), "removed while its abandoned worker still ran");
+        // The worker ends its step in directories that still exist, and they go with its lease.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while (dir.exists() || state.exists()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(!dir.exists() && !state.exists(), "the sandbox outlived the abandoned worker's step");
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!dir.exists() && !state.parent().unwrap().exists(), "a directory was made again at a freed name");
+    }
+}
