@@ -16,7 +16,10 @@
 //!    handle of the one before; a link is read with `readlinkat` and its target walked in its
 //!    place, so the code itself decides whether a step leaves the root ([`Scope::Beneath`]) or
 //!    may go anywhere ([`Scope::Anywhere`], the root file "follows a symlink as PI's own loader
-//!    does").
+//!    does"). A link on a pseudo filesystem is never read or walked, anywhere ([`Fail::PseudoLink`]):
+//!    procfs's magic links (`/proc/self/fd/<n>`, `cwd`, `root`, `exe`) name kernel objects, and
+//!    the text readlink gives for them leads to whatever the process holds open. The kernel's
+//!    path refuses them with `RESOLVE_NO_MAGICLINKS` (D-CAP-4 extended).
 //!
 //! Nothing that is not a regular file is opened for reading: the entry is looked at first
 //! (`fstatat` without following, or `O_PATH` on the kernel's path), then opened by its directory
@@ -161,6 +164,10 @@ pub(crate) enum Fail {
     Loop,
     /// A step that needs a directory met something else.
     NotDir,
+    /// A link on a pseudo filesystem was met (procfs's magic links: `/proc/self`,
+    /// `/proc/<pid>/fd/<n>`, `cwd`, `root`, `exe`): refused, never read or followed
+    /// (D-CAP-4 extended).
+    PseudoLink,
     /// The system refused a step (a permission, an I/O error, a name too long).
     Io(Errno),
 }
@@ -169,6 +176,7 @@ impl Fail {
     /// The reason, worded as the system words it.
     pub(crate) fn reason(self) -> String {
         let errno = match self {
+            Fail::PseudoLink => return PSEUDO_LINK_REASON.to_string(),
             Fail::Escape => Errno::XDEV,
             Fail::Missing { .. } => Errno::NOENT,
             Fail::Loop => Errno::LOOP,
@@ -178,6 +186,9 @@ impl Fail {
         io::Error::from(errno).to_string()
     }
 }
+
+/// Why a walk refused a link on a pseudo filesystem, as a reason reads.
+const PSEUDO_LINK_REASON: &str = "a link on a pseudo filesystem such as /proc is never followed";
 
 /// Where a component came from, to tell a missing file from a dangling link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +276,12 @@ impl Root {
             Some(root) if root.st_dev == stat.st_dev => false,
             _ => on_pseudo_fs(fd),
         }
+    }
+
+    /// Whether the directory `place` lies on a pseudo filesystem; one that cannot be asked
+    /// counts as one, refusing being the safe answer.
+    fn pseudo_place(&self, place: &Place) -> bool {
+        rfs::fstat(&*place.fd).map_or(true, |st| self.pseudo(&st, &place.fd))
     }
 
     /// The resolver in use.
@@ -520,6 +537,15 @@ impl Root {
             };
             let kind = FileType::from_raw_mode(stat.st_mode);
             if kind == FileType::Symlink && (!last || follow_last) {
+                // A link on a pseudo filesystem is no path: procfs's magic links (`/proc/self`,
+                // `/proc/<pid>/fd/<n>`, `cwd`, `root`, `exe`) name kernel objects, and the text
+                // readlink gives for them walks to whatever the process holds open (stdin, a
+                // harness's own files) or to a place no link in the tree names. It is refused
+                // here, never read and walked (D-CAP-4 extended); `openat2` refuses the same
+                // with RESOLVE_NO_MAGICLINKS.
+                if self.pseudo_place(&place) {
+                    return Err(Fail::PseudoLink);
+                }
                 hops += 1;
                 if hops > MAX_HOPS {
                     return Err(Fail::Loop);
@@ -805,20 +831,20 @@ pub(crate) fn open_regular(path: &Path, follow_last: bool, access: Access) -> io
     let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
         return Err(invalid("names no file"));
     };
-    let start = slash().map_err(fail_to_io)?;
+    let start = slash().map_err(|f| fail_to_io(f, &abs))?;
     // A resolver whose root is `/`: every absolute link target lies below it.
     let resolver = Root::from_fd(start.fd.try_clone()?, Vec::new());
     let rel = parent.strip_prefix("/").unwrap_or(parent);
     let dir = resolver
         .walk(start, rel.as_os_str(), Scope::Anywhere, true)
         .and_then(|end| resolver.enter(end))
-        .map_err(fail_to_io)?;
+        .map_err(|f| fail_to_io(f, &abs))?;
     let (dir, name, stat) = match look(&dir, name) {
         Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
             if !follow_last {
                 return Err(invalid("is a symlink (it is not followed)"));
             }
-            match resolver.walk(dir, name, Scope::Anywhere, true).map_err(fail_to_io)? {
+            match resolver.walk(dir, name, Scope::Anywhere, true).map_err(|f| fail_to_io(f, &abs))? {
                 End::Entry { dir, name, stat } => (dir, name, stat),
                 End::Place(_) => return Err(invalid("is not a regular file")),
             }
@@ -848,9 +874,17 @@ pub(crate) fn open_regular(path: &Path, follow_last: bool, access: Access) -> io
     }
 }
 
-fn fail_to_io(f: Fail) -> io::Error {
+/// The error of a walk to `shown` that ended without an entry.
+fn fail_to_io(f: Fail, shown: &Path) -> io::Error {
     match f {
         Fail::Missing { .. } => io::Error::from(io::ErrorKind::NotFound),
+        Fail::PseudoLink => io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "'{}' resolves through a link on a pseudo filesystem such as /proc (never followed)",
+                shown.display()
+            ),
+        ),
         other => io::Error::from(match other {
             Fail::Io(e) => e,
             Fail::Loop => Errno::LOOP,

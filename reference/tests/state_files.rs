@@ -2,6 +2,8 @@
 //! `commondir` and the journal only as regular files, never more than their cap and one byte (a
 //! FIFO there never hangs placement, `/dev/zero` never fills memory), a journal that is a symlink
 //! is refused rather than followed, and a resume streams the journal one bounded line at a time.
+//! A pointer file or a state directory reached through a procfs magic link is never followed
+//! (D-CAP-4 extended).
 
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -148,4 +150,35 @@ fn placement_writes_nothing_where_a_pointer_file_is_missing() {
     assert_eq!(place_root(&p), None);
     assert!(!admin.join("commondir").exists(), "placement created the missing commondir");
     assert_eq!(fs::read_dir(&admin).unwrap().count(), 0, "placement wrote into the administrative directory");
+}
+
+#[test]
+fn a_commondir_linked_through_a_proc_magic_link_is_not_followed() {
+    use std::os::fd::AsRawFd;
+    // The file the magic link names holds the commondir a linked worktree needs: followed, it
+    // would place the worktree's root from a file no path in the tree leads to.
+    let dir = tempfile::tempdir().unwrap();
+    let (project, wt) = worktree(dir.path());
+    let pointer = dir.path().join("held-commondir");
+    fs::write(&pointer, "../..\n").unwrap();
+    let held = fs::File::open(&pointer).unwrap();
+    symlink(format!("/proc/self/fd/{}", held.as_raw_fd()), project.join(".git/worktrees/wt/commondir")).unwrap();
+    let p = Placement { cwd: wt, projects: vec![project], bound: None, policies: vec![] };
+    assert_eq!(place_root(&p), None);
+    drop(held);
+}
+
+#[test]
+fn a_state_directory_reached_through_a_proc_magic_link_is_refused_and_nothing_is_written() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("held-state");
+    fs::create_dir_all(&target).unwrap();
+    let held = fs::File::open(&target).unwrap();
+    let through = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+    let err = Journal::create(&through).expect_err("a journal through /proc/self/fd was created");
+    assert!(err.to_string().contains(&*through.to_string_lossy()), "the error names no file: {err}");
+    assert!(Journal::open(&through).is_err());
+    assert_eq!(fs::read_dir(&target).unwrap().count(), 0, "a journal was written through the magic link");
+    drop(held);
 }
