@@ -58,6 +58,26 @@
 //!
 //! A file client's tree (a Windows computer's, a managed project's guest) offers no identity;
 //! there the cache is not used and every trigger walks as the definition does.
+//!
+//! # Limit: a change that moves no identity
+//! The cache trusts identities, as git's index trusts its stat data (git's racy-clean rule): a
+//! change that moves no device, inode, kind, size, modification or change time is not seen.
+//! Ordinary writes, renames, replacements and relinks all move one; a write through a shared
+//! memory map may not. Linux stamps a mapped file at the first write to a clean page, so later
+//! writes to the same page, until it is written back, leave every timestamp as it was (checked
+//! on ext4 and tmpfs, Linux 6.x). Such a write to a nested AGENTS.md keeps the version read
+//! before served, and to a module file keeps its old `paths:`, until some change moves the
+//! identity; the content of a conditional module a batch activates is read again when it is
+//! resolved ([`DiscoveryCache::for_paths`]), so a module is never sent stale. The uncached walk,
+//! the definition, re-reads every file at every trigger and sees every such write (seed 000,
+//! "Cost and limits": "Every trigger re-lists and re-reads, which is what makes a changed file
+//! visible on the next access"; decision D-CACHE-1).
+//!
+//! The content is not revalidated instead, because reading every kept file on every trigger is
+//! the cost the cache exists to avoid ("a very large .elowen/rules tree costs a directory walk
+//! per trigger"), and reading only the files already sent would leave a module's `paths:` as
+//! blind as before while making the nested-file cache save nothing but a few lookups. The cache
+//! is off by default; a host whose instruction files are written through mappings leaves it off.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

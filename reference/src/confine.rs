@@ -16,7 +16,10 @@
 //!    handle of the one before; a link is read with `readlinkat` and its target walked in its
 //!    place, so the code itself decides whether a step leaves the root ([`Scope::Beneath`]) or
 //!    may go anywhere ([`Scope::Anywhere`], the root file "follows a symlink as PI's own loader
-//!    does").
+//!    does"). A link on a pseudo filesystem is never read or walked, anywhere ([`Fail::PseudoLink`]):
+//!    procfs's magic links (`/proc/self/fd/<n>`, `cwd`, `root`, `exe`) name kernel objects, and
+//!    the text readlink gives for them leads to whatever the process holds open. The kernel's
+//!    path refuses them with `RESOLVE_NO_MAGICLINKS` (D-CAP-4 extended).
 //!
 //! Nothing that is not a regular file is opened for reading: the entry is looked at first
 //! (`fstatat` without following, or `O_PATH` on the kernel's path), then opened by its directory
@@ -161,6 +164,10 @@ pub(crate) enum Fail {
     Loop,
     /// A step that needs a directory met something else.
     NotDir,
+    /// A link on a pseudo filesystem was met (procfs's magic links: `/proc/self`,
+    /// `/proc/<pid>/fd/<n>`, `cwd`, `root`, `exe`): refused, never read or followed
+    /// (D-CAP-4 extended).
+    PseudoLink,
     /// The system refused a step (a permission, an I/O error, a name too long).
     Io(Errno),
 }
@@ -169,6 +176,7 @@ impl Fail {
     /// The reason, worded as the system words it.
     pub(crate) fn reason(self) -> String {
         let errno = match self {
+            Fail::PseudoLink => return PSEUDO_LINK_REASON.to_string(),
             Fail::Escape => Errno::XDEV,
             Fail::Missing { .. } => Errno::NOENT,
             Fail::Loop => Errno::LOOP,
@@ -178,6 +186,9 @@ impl Fail {
         io::Error::from(errno).to_string()
     }
 }
+
+/// Why a walk refused a link on a pseudo filesystem, as a reason reads.
+const PSEUDO_LINK_REASON: &str = "a link on a pseudo filesystem such as /proc is never followed";
 
 /// Where a component came from, to tell a missing file from a dangling link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +276,12 @@ impl Root {
             Some(root) if root.st_dev == stat.st_dev => false,
             _ => on_pseudo_fs(fd),
         }
+    }
+
+    /// Whether the directory `place` lies on a pseudo filesystem; one that cannot be asked
+    /// counts as one, refusing being the safe answer.
+    fn pseudo_place(&self, place: &Place) -> bool {
+        rfs::fstat(&*place.fd).map_or(true, |st| self.pseudo(&st, &place.fd))
     }
 
     /// The resolver in use.
@@ -520,6 +537,15 @@ impl Root {
             };
             let kind = FileType::from_raw_mode(stat.st_mode);
             if kind == FileType::Symlink && (!last || follow_last) {
+                // A link on a pseudo filesystem is no path: procfs's magic links (`/proc/self`,
+                // `/proc/<pid>/fd/<n>`, `cwd`, `root`, `exe`) name kernel objects, and the text
+                // readlink gives for them walks to whatever the process holds open (stdin, a
+                // harness's own files) or to a place no link in the tree names. It is refused
+                // here, never read and walked (D-CAP-4 extended); `openat2` refuses the same
+                // with RESOLVE_NO_MAGICLINKS.
+                if self.pseudo_place(&place) {
+                    return Err(Fail::PseudoLink);
+                }
                 hops += 1;
                 if hops > MAX_HOPS {
                     return Err(Fail::Loop);
@@ -792,72 +818,215 @@ impl Access {
     }
 }
 
-/// A file outside any root (a `.git` file, a journal), opened as instruction files are: its
+/// A file outside any root (a `.git` file, a `commondir`), opened as instruction files are: its
 /// folder resolved one component at a time from `/` (links followed: the path is the host's
-/// own), its last component followed only when `follow_last`, and only a regular file on a real
-/// filesystem opened, looked at before it is opened. A link at the last component that is not
-/// followed is an error, never a way to another file (a journal that is a symlink is refused,
-/// not written through). A file is created, when `access` creates, only where there is none.
+/// own; a link on a pseudo filesystem never), its last component followed only when
+/// `follow_last`, and only a regular file on a real filesystem opened, looked at before it is
+/// opened. A link at the last component that is not followed is an error, never a way to
+/// another file. A file is created, when `access` creates, only where there is none.
 pub(crate) fn open_regular(path: &Path, follow_last: bool, access: Access) -> io::Result<File> {
-    let abs: PathBuf = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) };
-    let shown = abs.display();
-    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidInput, format!("'{shown}' {what}"));
+    let abs = absolute(path)?;
+    let (resolver, dir, name) = walk_to_parent(&abs)?;
+    match look(&dir, name) {
+        Ok(st) if follow_last && FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+            match resolver.walk(dir, name, Scope::Anywhere, true).map_err(|f| fail_to_io(f, &abs))? {
+                End::Entry { dir, name, stat } => open_looked(&resolver, &dir, &name, Ok(stat), access, &abs),
+                End::Place(_) => Err(invalid(&abs, "is not a regular file")),
+            }
+        }
+        looked => open_looked(&resolver, &dir, name, looked, access, &abs),
+    }
+}
+
+/// `path` made absolute against the working directory.
+fn absolute(path: &Path) -> io::Result<PathBuf> {
+    Ok(if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir()?.join(path) })
+}
+
+/// An error of kind `InvalidInput` saying what `shown` is.
+fn invalid(shown: &Path, what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, format!("'{}' {what}", shown.display()))
+}
+
+/// The system's error `e` for `shown`, its kind kept (a caller tells a missing file by it).
+fn named(e: impl Into<io::Error>, shown: &Path) -> io::Error {
+    let e: io::Error = e.into();
+    io::Error::new(e.kind(), format!("'{}' cannot be opened ({e})", shown.display()))
+}
+
+/// The parent directory of the absolute path `abs`, reached from `/` one component at a time
+/// (links followed, a link on a pseudo filesystem refused), with the resolver that walked it and
+/// the path's last name.
+fn walk_to_parent(abs: &Path) -> io::Result<(Root, Place, &OsStr)> {
     let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
-        return Err(invalid("names no file"));
+        return Err(invalid(abs, "names no file"));
     };
-    let start = slash().map_err(fail_to_io)?;
+    let start = slash().map_err(|f| fail_to_io(f, abs))?;
     // A resolver whose root is `/`: every absolute link target lies below it.
     let resolver = Root::from_fd(start.fd.try_clone()?, Vec::new());
     let rel = parent.strip_prefix("/").unwrap_or(parent);
     let dir = resolver
         .walk(start, rel.as_os_str(), Scope::Anywhere, true)
         .and_then(|end| resolver.enter(end))
-        .map_err(fail_to_io)?;
-    let (dir, name, stat) = match look(&dir, name) {
+        .map_err(|f| fail_to_io(f, abs))?;
+    Ok((resolver, dir, name))
+}
+
+/// Opens the entry `name` of `dir` for `access`, given what looking at it without following
+/// found (`looked`): a link is refused, never followed; a missing entry is created, when
+/// `access` creates, with `O_EXCL` (only a new file, never one that appeared meanwhile, a link
+/// included); anything else must be the very regular file that was looked at. `shown` names it
+/// in every error.
+fn open_looked(
+    resolver: &Root,
+    dir: &Place,
+    name: &OsStr,
+    looked: Result<Stat, Errno>,
+    access: Access,
+    shown: &Path,
+) -> io::Result<File> {
+    let stat = match looked {
         Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
-            if !follow_last {
-                return Err(invalid("is a symlink (it is not followed)"));
-            }
-            match resolver.walk(dir, name, Scope::Anywhere, true).map_err(fail_to_io)? {
-                End::Entry { dir, name, stat } => (dir, name, stat),
-                End::Place(_) => return Err(invalid("is not a regular file")),
-            }
+            return Err(invalid(shown, "is a symlink (it is not followed)"));
         }
-        Ok(st) => (dir, name.to_os_string(), st),
+        Ok(st) => st,
         Err(Errno::NOENT) if access.creates() => {
-            // O_EXCL: only a new file, never one that appeared meanwhile (a link included).
             let flags = access.flags() | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let fd = rfs::openat(&*dir.fd, name, flags, Mode::from_raw_mode(0o644))?;
+            // In a directory removed since its handle was opened this is ENOENT: nothing is
+            // created where the directory stood.
+            let fd = rfs::openat(&*dir.fd, name, flags, Mode::from_raw_mode(0o644)).map_err(|e| named(e, shown))?;
             return Ok(File::from(fd));
         }
-        Err(e) => return Err(io::Error::from(e)),
+        Err(e) => return Err(named(e, shown)),
     };
-    match resolver.open_entry_with(&dir, &name, &stat, access.flags() | OFlags::NONBLOCK | OFlags::NOCTTY) {
+    match resolver.open_entry_with(dir, name, &stat, access.flags() | OFlags::NONBLOCK | OFlags::NOCTTY) {
         Ok((file, _)) => {
             if access == Access::Replace {
                 // Emptied only once it is known to be the regular file that was looked at.
-                file.set_len(0)?;
+                file.set_len(0).map_err(|e| named(e, shown))?;
             }
             Ok(file)
         }
-        Err(Refusal::NotRegular) => Err(invalid("is not a regular file")),
-        Err(Refusal::PseudoFs) => Err(invalid("is on a pseudo filesystem (not a regular file)")),
-        Err(Refusal::Gone) => Err(io::Error::from(io::ErrorKind::NotFound)),
-        Err(Refusal::Changed) => Err(io::Error::other(format!("'{shown}' changed while it was opened"))),
-        Err(Refusal::Io(e)) => Err(io::Error::from(e)),
+        Err(Refusal::NotRegular) => Err(invalid(shown, "is not a regular file")),
+        Err(Refusal::PseudoFs) => Err(invalid(shown, "is on a pseudo filesystem (not a regular file)")),
+        Err(Refusal::Gone) => Err(named(io::Error::from(io::ErrorKind::NotFound), shown)),
+        Err(Refusal::Changed) => Err(io::Error::other(format!("'{}' changed while it was opened", shown.display()))),
+        Err(Refusal::Io(e)) => Err(named(e, shown)),
     }
 }
 
-fn fail_to_io(f: Fail) -> io::Error {
-    match f {
-        Fail::Missing { .. } => io::Error::from(io::ErrorKind::NotFound),
-        other => io::Error::from(match other {
-            Fail::Io(e) => e,
-            Fail::Loop => Errno::LOOP,
-            Fail::NotDir => Errno::NOTDIR,
-            _ => Errno::XDEV,
-        }),
+/// A directory outside any root, held open (a session's state directory): its entries are
+/// opened by the handle and their name, never through a path string and never through a link,
+/// so that a directory removed (and perhaps replaced by another, or by a link) after it was
+/// opened is never written through its old name: an entry created in a removed directory fails.
+#[derive(Debug)]
+pub(crate) struct HeldDir {
+    /// Only to open entries from: its place is the directory itself.
+    resolver: Root,
+}
+
+impl HeldDir {
+    /// Opens the directory at `path`, creating it first when it is missing with one `mkdir` of
+    /// its last component: its parent must exist (it is the host's own, reached as
+    /// [`open_regular`] reaches a folder), and no ancestor is ever created. A directory that is
+    /// a link is refused, never followed.
+    pub(crate) fn open_or_create(path: &Path) -> io::Result<HeldDir> {
+        let abs = absolute(path)?;
+        let (_, parent, name) = walk_to_parent(&abs).map_err(|e| {
+            if e.kind() == io::ErrorKind::NotFound {
+                let parent = abs.parent().unwrap_or(&abs).display();
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "'{}' cannot be created: its parent '{parent}' does not exist (it is never created)",
+                        abs.display()
+                    ),
+                )
+            } else {
+                e
+            }
+        })?;
+        match rfs::mkdirat(&*parent.fd, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => {
+                let e = io::Error::from(e);
+                return Err(io::Error::new(e.kind(), format!("'{}' cannot be created ({e})", abs.display())));
+            }
+        }
+        // Readable, not O_PATH: a rename in it is made durable by an fsync of this handle.
+        let fd = match open_dir_readable(&parent.fd, name) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP | Errno::NOTDIR) => {
+                let link = look(&parent, name).is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Symlink);
+                return Err(invalid(
+                    &abs,
+                    if link { "is a symlink (a state directory is never followed)" } else { "is not a directory" },
+                ));
+            }
+            Err(e) => return Err(named(e, &abs)),
+        };
+        Ok(HeldDir { resolver: Root::from_fd(fd, Vec::new()) })
     }
+
+    /// Opens the entry `name` for `access` (`shown` names it in errors): never a link, only a
+    /// regular file, created only where there is none ([`open_regular`]'s rules, by the handle).
+    pub(crate) fn open(&self, name: &OsStr, access: Access, shown: &Path) -> io::Result<File> {
+        let dir = self.resolver.place();
+        open_looked(&self.resolver, &dir, name, look(&dir, name), access, shown)
+    }
+
+    /// Creates the entry `name` as a new regular file for writing: `O_EXCL`, so never one that
+    /// stands there (a link included).
+    pub(crate) fn create_new(&self, name: &OsStr, shown: &Path) -> io::Result<File> {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd =
+            rfs::openat(&*self.resolver.fd, name, flags, Mode::from_raw_mode(0o644)).map_err(|e| named(e, shown))?;
+        Ok(File::from(fd))
+    }
+
+    /// Removes the entry `name` (a link is removed, not followed); a missing one is no error.
+    pub(crate) fn remove(&self, name: &OsStr, shown: &Path) -> io::Result<()> {
+        match rfs::unlinkat(&*self.resolver.fd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => {
+                let e = io::Error::from(e);
+                Err(io::Error::new(e.kind(), format!("'{}' cannot be removed ({e})", shown.display())))
+            }
+        }
+    }
+
+    /// Renames the entry `from` to `to` in this directory, replacing what stands at `to` (a link
+    /// there is replaced, not followed), and makes the rename durable.
+    pub(crate) fn rename(&self, from: &OsStr, to: &OsStr, shown: &Path) -> io::Result<()> {
+        let fd = &*self.resolver.fd;
+        let renamed = rfs::renameat(fd, from, fd, to).and_then(|()| rfs::fsync(fd));
+        renamed.map_err(|e| {
+            let e = io::Error::from(e);
+            io::Error::new(e.kind(), format!("'{}' cannot be replaced ({e})", shown.display()))
+        })
+    }
+}
+
+/// The error of a walk to `shown` that ended without an entry, naming it; the kind is the
+/// system's (a caller tells a missing file by `NotFound`).
+fn fail_to_io(f: Fail, shown: &Path) -> io::Error {
+    let errno = match f {
+        Fail::PseudoLink => {
+            return io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "'{}' resolves through a link on a pseudo filesystem such as /proc (never followed)",
+                    shown.display()
+                ),
+            )
+        }
+        Fail::Missing { .. } => Errno::NOENT,
+        Fail::Io(e) => e,
+        Fail::Loop => Errno::LOOP,
+        Fail::NotDir => Errno::NOTDIR,
+        Fail::Escape => Errno::XDEV,
+    };
+    named(errno, shown)
 }
 
 /// Reads at most `cap` bytes of the regular file at `path` ([`open_regular`]); a longer file is

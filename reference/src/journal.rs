@@ -10,16 +10,20 @@
 //! that is a symlink is refused, never read, cut or written through), and a resume streams it one
 //! line at a time, no line longer than [`JOURNAL_MAX_LINE_BYTES`], so a journal of gigabytes costs one
 //! line of memory and the records the session keeps.
+//!
+//! It is reached only through its state directory's handle ([`StateDir`]), opened once: a state
+//! directory removed while the session runs (a harness abandoning a timed-out case) makes the
+//! next append fail, and nothing is recreated where the directory stood.
 
 use std::collections::HashMap;
-use std::fs;
 use std::io::{self, BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::confine::{open_regular, Access};
+use crate::confine::Access;
+use crate::state::StateDir;
 
 /// The journal's file name inside a state directory.
 pub const JOURNAL_FILE: &str = "journal.jsonl";
@@ -105,7 +109,8 @@ impl Write for Counted {
 /// An open journal and the records it holds.
 #[derive(Debug)]
 pub struct Journal {
-    path: PathBuf,
+    /// The state directory, held open: the journal file is opened through it, by name.
+    dir: StateDir,
     /// How many records the file holds.
     len: usize,
     /// The startup prefix, the one record a resume reads back whole.
@@ -158,28 +163,35 @@ impl std::fmt::Display for JournalError {
 impl std::error::Error for JournalError {}
 
 impl Journal {
-    /// Creates an empty journal in `state_dir`, replacing any earlier one (a symlink there is
-    /// refused, not followed).
-    pub fn create(state_dir: &Path) -> Result<Journal, JournalError> {
-        fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
-        let path = state_dir.join(JOURNAL_FILE);
-        let f = open_regular(&path, false, Access::Replace).map_err(JournalError::Io)?;
-        f.sync_data().map_err(JournalError::Io)?;
-        Ok(Journal { path, len: 0, startup: None, target: None, active: HashMap::new() })
+    fn empty(dir: StateDir) -> Journal {
+        Journal { dir, len: 0, startup: None, target: None, active: HashMap::new() }
     }
 
-    /// Opens the journal in `state_dir` and restores its records, streaming it line by line.
+    /// Creates an empty journal in `state_dir`, replacing any earlier one (a symlink there is
+    /// refused, not followed). The state directory is created when it is missing, its parent
+    /// never ([`StateDir::open_or_create`]).
+    pub fn create(state_dir: &Path) -> Result<Journal, JournalError> {
+        let dir = StateDir::open_or_create(state_dir).map_err(JournalError::Io)?;
+        let f = dir.open(JOURNAL_FILE, Access::Replace).map_err(JournalError::Io)?;
+        f.sync_data().map_err(JournalError::Io)?;
+        Ok(Journal::empty(dir))
+    }
+
+    /// Opens the journal in `state_dir` and restores its records, streaming it line by line. A
+    /// state directory without a journal holds an empty one (the directory is created when it
+    /// is missing, its parent never).
     pub fn open(state_dir: &Path) -> Result<Journal, JournalError> {
-        let path = state_dir.join(JOURNAL_FILE);
-        let mut journal = Journal { path: path.clone(), len: 0, startup: None, target: None, active: HashMap::new() };
-        let file = match open_regular(&path, false, Access::ReadWrite) {
+        let dir = StateDir::open_or_create(state_dir).map_err(JournalError::Io)?;
+        Journal::open_in(dir)
+    }
+
+    fn open_in(dir: StateDir) -> Result<Journal, JournalError> {
+        let file = match dir.open(JOURNAL_FILE, Access::ReadWrite) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
-                return Ok(journal);
-            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Journal::empty(dir)),
             Err(e) => return Err(JournalError::Io(e)),
         };
+        let mut journal = Journal::empty(dir);
         let mut reader = BufReader::new(file);
         let mut line = Vec::new();
         let mut good_end = 0u64;
@@ -224,7 +236,7 @@ impl Journal {
                 format!("a journal record of {} bytes is above the {JOURNAL_MAX_LINE_BYTES}-byte line limit", len.0),
             ));
         }
-        let mut out = io::BufWriter::new(open_regular(&self.path, false, Access::Append)?);
+        let mut out = io::BufWriter::new(self.dir.open(JOURNAL_FILE, Access::Append)?);
         serde_json::to_writer(&mut out, &record).map_err(io::Error::other)?;
         out.write_all(b"\n")?;
         out.into_inner().map_err(io::IntoInnerError::into_error)?.sync_data()?;
@@ -272,14 +284,15 @@ impl Journal {
     }
 
     /// Copies this journal into `state_dir` for a fork, and opens the copy. Neither side is
-    /// followed when it is a link.
+    /// followed when it is a link; the fork's state directory is created when it is missing,
+    /// its parent never, and the copy is opened again through its handle, not its path.
     pub fn fork_into(&self, state_dir: &Path) -> Result<Journal, JournalError> {
-        fs::create_dir_all(state_dir).map_err(JournalError::Io)?;
-        let mut from = open_regular(&self.path, false, Access::Read).map_err(JournalError::Io)?;
-        let mut to = open_regular(&state_dir.join(JOURNAL_FILE), false, Access::Replace).map_err(JournalError::Io)?;
+        let dir = StateDir::open_or_create(state_dir).map_err(JournalError::Io)?;
+        let mut from = self.dir.open(JOURNAL_FILE, Access::Read).map_err(JournalError::Io)?;
+        let mut to = dir.open(JOURNAL_FILE, Access::Replace).map_err(JournalError::Io)?;
         io::copy(&mut from, &mut to).map_err(JournalError::Io)?;
         to.sync_data().map_err(JournalError::Io)?;
-        Journal::open(state_dir)
+        Journal::open_in(dir)
     }
 }
 
@@ -328,6 +341,7 @@ fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn instr(path: &str, sha: &str) -> Record {
         Record::Instructions {

@@ -61,6 +61,7 @@ pub mod rootfile;
 pub mod section;
 mod session;
 mod source;
+mod state;
 mod winpath;
 pub mod yaml;
 
@@ -84,3 +85,4 @@ pub use source::{
     Entry, EntryKind, Environment, HostSource, MemSource, MemTree, Node, ReadOutcome, Source, TargetCheck,
     ROOT_LISTING_LIMIT,
 };
+pub use state::StateDir;

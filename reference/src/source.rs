@@ -368,10 +368,15 @@ impl HostSource {
     /// Walks `path` below the root, confined. When the walk meets a step out of the root (a link
     /// out, or a chain that passes outside), the path's realpath is asked for a candidate inside
     /// the root and that is walked again, confined: confinement judges the final target
-    /// (D-LINK-7), and realpath only proposes, it never opens.
+    /// (D-LINK-7), and realpath only proposes, it never opens. A chain that passes through a
+    /// link on a pseudo filesystem (a procfs magic link) proposes nothing: it left the root, and
+    /// its way back is no path ([`HostSource::through_pseudo_link`]).
     fn walk_confined(&self, path: &RelPath, follow_last: bool) -> Result<End, Fail> {
         match self.root.walk(self.root.place(), OsStr::new(path.as_str()), Scope::Beneath, follow_last) {
             Err(Fail::Escape) => {
+                if self.through_pseudo_link(self.root.place(), OsStr::new(path.as_str())) {
+                    return Err(Fail::Escape);
+                }
                 let real = fs::canonicalize(self.full(Some(path))).map_err(|e| match e.raw_os_error() {
                     Some(n) => Fail::Io(rustix::io::Errno::from_raw_os_error(n)),
                     None => Fail::Missing { link: true },
@@ -386,11 +391,23 @@ impl HostSource {
         }
     }
 
+    /// Whether the chain at `path` from `start`, which left the root, passes through a link on
+    /// a pseudo filesystem (D-CAP-4 extended). realpath follows procfs's magic links: a module
+    /// linked to `/proc/self/cwd/<the root>/docs/x.md` or to `/proc/self/fd/<n>` would be
+    /// proposed as the inside file the link names, a file no path in the tree leads to. The
+    /// reference's own walk, which refuses such links, is asked first. It resolves apart from
+    /// realpath, so a chain swapped between the two gets what one of its states would give, and
+    /// content still comes only from inside the root: the proposal is walked again beneath it.
+    fn through_pseudo_link(&self, start: Place, path: &OsStr) -> bool {
+        matches!(self.root.walk(start, path, Scope::Anywhere, true), Err(Fail::PseudoLink))
+    }
+
     /// What a link entry `name` of the listed directory `dir` (found as `path`) is, judged by
     /// where its chain ends.
     fn classify_link(&self, dir: &Place, name: &OsStr, path: &RelPath) -> EntryKind {
         let first = self.root.walk(dir.clone(), name, Scope::Beneath, true);
         let end = match first {
+            Err(Fail::Escape) if self.through_pseudo_link(dir.clone(), name) => return EntryKind::LinkOutside,
             Err(Fail::Escape) => match fs::canonicalize(self.full(Some(path))) {
                 Err(e) => return EntryKind::LinkBroken(e.to_string()),
                 Ok(real) if real == self.root_real => return EntryKind::LinkInsideDir,
@@ -609,6 +626,15 @@ impl HostSource {
                 }
             }
             Ok(End::Place(_)) => Err(refusal(path, Refusal::NotRegular)),
+            // Only an unconfined walk (the modules profile's root file) meets such a link: a
+            // confined one leaves the root first, an escape (D-CAP-4 extended).
+            Err(Fail::PseudoLink) => refused(
+                Code::FileNotRegular,
+                format!(
+                    "'{path}' resolves through a link on a pseudo filesystem such as /proc (not a regular file; \
+                     such links are never followed)"
+                ),
+            ),
             Err(Fail::Escape) => refused(
                 Code::InstructionModuleEscape,
                 format!("'{path}' resolves outside the project root (symlinks out of the project are refused)"),
