@@ -7,17 +7,13 @@
 //! This is the only place that knows both the wire and the reference's library API; the reference
 //! itself never knows it is under test.
 
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-
-use rustix::fs::{self as rfs, AtFlags, Mode, OFlags};
-use rustix::io::Errno;
 
 use reference::section::{self, Section};
 use reference::{
     admitted_root, instruction_scope, place_root, Account, Activation, AppendFailure, Config, Conversation, Diagnostic,
     Environment, HostSource, Kind, LocalTarget, MemSource, MemTree, Node, Placement, Platform, RelPath, Role, Scope,
-    Session, SessionError, Source, Spawn, StartupFile, ToolResult,
+    Session, SessionError, Source, Spawn, StartupFile, StateDir, ToolResult,
 };
 use serde::{Deserialize, Serialize};
 
@@ -119,57 +115,23 @@ impl RootFileState {
     }
 
     fn load(state_dir: &Path) -> Result<RootFileState, String> {
-        use std::io::Read;
-        let dir = state_handle(state_dir, false).map_err(|e| format!("no root-file session to resume: {e}"))?;
-        // The state is the reference's own file: opened without following a link or blocking,
-        // looked at on the opened handle, and bounded.
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
-        let fd = rfs::openat(&dir, ROOT_FILE_STATE, flags, Mode::empty())
-            .map_err(|e| format!("no root-file session to resume: {ROOT_FILE_STATE}: {e}"))?;
-        let file = std::fs::File::from(fd);
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return Err(format!("{ROOT_FILE_STATE} is not a regular file"));
-        }
-        let mut text = Vec::new();
-        file.take(MAX_STATE_BYTES).read_to_end(&mut text).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))?;
+        // The state is the reference's own file, read through a handle on its directory:
+        // never through a link, never blocking, bounded.
+        let text = StateDir::open_or_create(state_dir)
+            .and_then(|dir| dir.read_bounded(ROOT_FILE_STATE, MAX_STATE_BYTES))
+            .map_err(|e| format!("no root-file session to resume: {e}"))?;
         serde_json::from_slice(&text).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))
     }
 
-    /// Saves atomically: a new file beside the old one, renamed over it, so a crash mid-write
-    /// never leaves half a state for the resume to read. Both are made through a handle on the
-    /// state directory, the temporary file created anew (never opened through a link or an
-    /// earlier file at its name).
+    /// Saves atomically through a handle on the state directory ([`StateDir::replace_atomically`]):
+    /// a crash mid-write never leaves half a state for the resume to read, and nothing is written
+    /// through a link or into a state directory made again at a freed name.
     fn save(&self, state_dir: &Path) -> Result<(), String> {
-        use std::io::Write;
         let text = serde_json::to_vec(self).map_err(|e| e.to_string())?;
-        let dir = state_handle(state_dir, true)?;
-        let tmp = format!("{ROOT_FILE_STATE}.tmp");
-        match rfs::unlinkat(&dir, tmp.as_str(), AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => {}
-            Err(e) => return Err(format!("{tmp}: {e}")),
-        }
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd =
-            rfs::openat(&dir, tmp.as_str(), flags, Mode::from_raw_mode(0o600)).map_err(|e| format!("{tmp}: {e}"))?;
-        std::fs::File::from(fd).write_all(&text).map_err(|e| format!("{tmp}: {e}"))?;
-        rfs::renameat(&dir, tmp.as_str(), &dir, ROOT_FILE_STATE).map_err(|e| format!("{ROOT_FILE_STATE}: {e}"))
+        StateDir::open_or_create(state_dir)
+            .and_then(|dir| dir.replace_atomically(ROOT_FILE_STATE, &text))
+            .map_err(|e| e.to_string())
     }
-}
-
-/// A handle on the state directory `path`, made when `create` and it is missing. Only its last
-/// component is made: its parent is the harness's (or the adapter's caller's) and must exist, so
-/// a state directory whose sandbox was removed is never made again at its old name. A state
-/// directory that is a link is refused, not followed.
-fn state_handle(path: &Path, create: bool) -> Result<OwnedFd, String> {
-    let shown = |e: Errno| format!("state directory {}: {e}", path.display());
-    if create {
-        match rfs::mkdir(path, Mode::from_raw_mode(0o700)) {
-            Ok(()) | Err(Errno::EXIST) => {}
-            Err(e) => return Err(shown(e)),
-        }
-    }
-    rfs::open(path, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())
-        .map_err(shown)
 }
 
 fn rel(platform: Platform, s: &str) -> Result<RelPath, String> {
