@@ -15,6 +15,7 @@ pub mod driver;
 pub mod explain;
 pub mod fuzzing;
 pub mod implementation;
+pub mod input;
 pub mod load;
 pub mod manifest;
 pub mod matrix;

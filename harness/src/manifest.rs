@@ -78,9 +78,12 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads a manifest; errors name the file and line.
+    /// Reads a manifest; errors name the file and line. The file must be a regular file of at
+    /// most [`crate::input::MAX_MANIFEST_BYTES`] (a link to one is followed): a FIFO or a device
+    /// is refused at once ([`crate::input::read_text`]).
     pub fn read(path: &Path) -> Result<Manifest, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::input::read_text(path, crate::input::Kind::Manifest)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         if text.trim().is_empty() {
             return Ok(Manifest::default());
         }
