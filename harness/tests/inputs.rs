@@ -126,3 +126,25 @@ fn a_saved_report_of_several_megabytes_renders_again() {
     assert_eq!(o.code, 0, "{}", o.err);
     assert!(o.out.contains("schemaVersion"), "{}", o.out);
 }
+
+/// A manifest and a case file nested 100,000 levels deep are refused at the line where they get
+/// too deep, before they are parsed: the parse alone took over a minute.
+#[test]
+fn a_deeply_nested_manifest_and_case_file_are_refused_at_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let manifest = dir.path().join("expectations.yaml");
+    std::fs::write(&manifest, format!("# expectations\nexpectations:\n  m-fm-001: {bomb}")).unwrap();
+    let o = conformance_within(AT_ONCE, &["run", "--filter", "m-fm-001", "--expectations", manifest.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}{}", o.out, o.err);
+    let want = format!("{}:3: nesting deeper than 128 levels", manifest.display());
+    assert!(o.err.contains(&want), "{}", o.err);
+
+    let cases = dir.path().join("cases");
+    std::fs::create_dir(&cases).unwrap();
+    std::fs::write(cases.join("deep.yaml"), format!("id: deep-1\ntitle: t\ntree:\n  a: {bomb}")).unwrap();
+    let o = conformance_within(AT_ONCE, &["list", "--cases", cases.to_str().unwrap()]);
+    assert_eq!(o.code, 2, "{}{}", o.out, o.err);
+    let want = format!("{}:4: nesting deeper than 128 levels", cases.join("deep.yaml").display());
+    assert!(o.err.contains(&want), "{}", o.err);
+}
