@@ -189,6 +189,23 @@ pub fn read_text(file: &Path, kind: Kind) -> Result<String, Error> {
     })
 }
 
+/// The most bytes of a message about an input that are shown: a parser's message may quote the
+/// input, and a 2 MB key made a 2 MB error line.
+pub const MAX_MESSAGE_BYTES: usize = 1024;
+
+/// `message`, cut at [`MAX_MESSAGE_BYTES`] (on a character boundary) with a note of what was cut.
+pub fn clip(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_MESSAGE_BYTES {
+        return message.into();
+    }
+    let mut end = MAX_MESSAGE_BYTES;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    let kept = message.get(..end).unwrap_or_default();
+    format!("{kept}… ({} more bytes not shown)", message.len() - end).into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,6 +262,14 @@ mod tests {
         // procfs reports a size of 0 for a file with content: the read is bounded, not the stat.
         let text = read_text(Path::new("/proc/self/status"), Kind::Manifest).unwrap();
         assert!(text.contains("Name:"));
+    }
+
+    #[test]
+    fn a_long_message_is_clipped_on_a_character_boundary() {
+        assert_eq!(clip("short"), "short");
+        let long = format!("a{}", "é".repeat(1000));
+        let clipped = clip(&long);
+        assert!(clipped.starts_with(&long[..1023]) && clipped.ends_with("… (978 more bytes not shown)"), "{clipped}");
     }
 
     #[test]

@@ -87,15 +87,19 @@ impl Manifest {
         if text.trim().is_empty() {
             return Ok(Manifest::default());
         }
-        let m: Manifest = reference::yaml::from_str(&text).map_err(|e| match e.line {
-            Some(l) => format!("{}:{l}: {}", path.display(), e.message),
-            None => format!("{}: {}", path.display(), e.message),
+        let m: Manifest = reference::yaml::from_str(&text).map_err(|e| {
+            let message = crate::input::clip(&e.message);
+            match e.line {
+                Some(l) => format!("{}:{l}: {message}", path.display()),
+                None => format!("{}: {message}", path.display()),
+            }
         })?;
         for (id, entry) in &m.entries {
             if matches!(entry.status, Status::Pass | Status::Xfail | Status::Xpass) {
                 return Err(format!(
-                    "{}: {id}: status {} cannot be expected (use FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP)",
+                    "{}: {}: status {} cannot be expected (use FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP)",
                     path.display(),
+                    crate::input::clip(id),
                     entry.status.as_str()
                 ));
             }
