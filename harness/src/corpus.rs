@@ -3,8 +3,10 @@
 //! release, an implementer's own cases). Either way the same files: the case YAML, `DECISIONS.md`,
 //! `clauses/*.yaml`, `seeds/*` and `retired-ids.txt`, as text.
 //!
-//! A directory is untrusted input: its links are not followed, only regular files are read, and
-//! none larger than [`MAX_FILE_BYTES`].
+//! A directory is untrusted input: its links are not followed (a `*.yaml` link, or a link to a
+//! folder, is an error naming it; any other link is passed over), only regular files are read, and
+//! none larger than [`MAX_FILE_BYTES`]; each is opened without blocking and checked on the opened
+//! handle ([`crate::input`]), so a FIFO or a device among the cases is refused, never waited on.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,13 +14,14 @@ use std::path::{Path, PathBuf};
 
 use include_dir::{include_dir, Dir};
 
+use crate::input::{self, ErrorKind, Kind};
 use crate::load::{LoadError, TREE_MARKER};
 
 /// The corpus as it was when the binary was built (harness/build.rs rebuilds it on any change).
 static BUILTIN: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../spec-cases");
 
 /// The largest file read from a cases directory: 4 MiB.
-pub const MAX_FILE_BYTES: u64 = 4 << 20;
+pub const MAX_FILE_BYTES: u64 = crate::input::MAX_CASE_FILE_BYTES;
 
 /// A corpus: every file by its `/`-path relative to the cases directory.
 #[derive(Debug, Clone)]
@@ -54,9 +57,13 @@ impl Corpus {
         let mut corpus = Corpus { origin: dir.to_path_buf(), files: BTreeMap::new(), errors: Vec::new() };
         corpus.collect(dir, "");
         for extra in ["DECISIONS.md", "retired-ids.txt"] {
-            let path = dir.join(extra);
-            if let Ok(text) = read_file(&path) {
-                corpus.files.insert(extra.into(), text);
+            match input::read_text(&dir.join(extra), Kind::CaseFile) {
+                Ok(text) => {
+                    corpus.files.insert(extra.into(), text);
+                }
+                // Both are optional; one that is there but cannot be read is an error, not absent.
+                Err(e) if e.kind == ErrorKind::NotFound => {}
+                Err(e) => corpus.error(extra, e.message),
             }
         }
         corpus.collect_flat(dir, "seeds");
@@ -82,7 +89,7 @@ impl Corpus {
             if ft.is_symlink() {
                 // A link could lead anywhere on the machine; a cases directory is read as it stands.
                 if yaml || entry.path().is_dir() {
-                    self.error(&child, "is a symbolic link; links in a cases directory are not followed");
+                    self.error(&child, "is a symbolic link (links in a cases directory are not followed)");
                 }
             } else if ft.is_dir() {
                 // A reproduction's materialised tree is for reading, not a source of cases.
@@ -105,9 +112,12 @@ impl Corpus {
         let Ok(entries) = fs::read_dir(dir.join(sub)) else { return };
         for entry in entries.filter_map(Result::ok) {
             if entry.file_type().is_ok_and(|t| t.is_file()) {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if let Ok(text) = read_file(&entry.path()) {
-                    self.files.insert(format!("{sub}/{name}"), text);
+                let rel = format!("{sub}/{}", entry.file_name().to_string_lossy());
+                match read_file(&entry.path()) {
+                    Ok(text) => {
+                        self.files.insert(rel, text);
+                    }
+                    Err(e) => self.error(&rel, e),
                 }
             }
         }
@@ -138,26 +148,9 @@ impl Corpus {
 }
 
 /// Reads a file of a cases directory: a regular file, not through a link, at most
-/// [`MAX_FILE_BYTES`], as UTF-8.
+/// [`MAX_FILE_BYTES`], as UTF-8, never blocking ([`input::read_text`]).
 pub fn read_file(file: &Path) -> Result<String, String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(file)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    let meta = f.metadata().map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("is not a regular file".into());
-    }
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("is {} bytes, over the {} MiB a case file may have", meta.len(), MAX_FILE_BYTES >> 20));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes)
-        .map_err(|e| format!("is not utf-8 (first invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    input::read_text(file, Kind::CaseFile).map_err(|e| e.message)
 }
 
 #[cfg(test)]

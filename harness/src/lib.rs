@@ -16,6 +16,7 @@ pub mod escape;
 pub mod explain;
 pub mod fuzzing;
 pub mod implementation;
+pub mod input;
 pub mod load;
 pub mod manifest;
 pub mod matrix;

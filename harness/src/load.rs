@@ -1,8 +1,9 @@
 //! Loading the corpus: every `*.yaml` under a directory, parsed strictly and validated. Errors
 //! name the file, the line and the field; one bad file never hides the others.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
+use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 pub use crate::corpus::Corpus;
@@ -38,9 +39,11 @@ pub struct LoadError {
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A message may quote the case file (a parser's does), so it is clipped.
+        let message = crate::input::clip(&self.message);
         match self.line {
-            Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, self.message),
-            None => write!(f, "{}: {}", self.file.display(), self.message),
+            Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, message),
+            None => write!(f, "{}: {}", self.file.display(), message),
         }
     }
 }
@@ -94,15 +97,29 @@ pub fn load(corpus: &Corpus) -> Result<Vec<Case>, Vec<LoadError>> {
     }
 }
 
-/// Parses and validates one scenario's text: the located problems, or the scenario.
+/// The most problems reported of one case file. Each is located by a search of the text, so a
+/// file that breaks a rule at each of its 12,000 entries would take a search per entry; the first
+/// hundred say what is wrong.
+pub const MAX_PROBLEMS: usize = 100;
+
+/// Parses and validates one scenario's text: the located problems (at most [`MAX_PROBLEMS`], then
+/// a count of the rest), or the scenario.
 pub fn parse(text: &str) -> Result<Scenario, Vec<(Option<usize>, String)>> {
     let scenario: Scenario = reference::yaml::from_str(text).map_err(|e| vec![(e.line, e.message)])?;
     let problems = validate(&scenario);
     if problems.is_empty() {
-        Ok(scenario)
-    } else {
-        Err(problems.into_iter().map(|(needle, msg)| (needle.and_then(|n| line_of(text, &n)), msg)).collect())
+        return Ok(scenario);
     }
+    let more = problems.len().saturating_sub(MAX_PROBLEMS);
+    let mut located: Vec<(Option<usize>, String)> = problems
+        .into_iter()
+        .take(MAX_PROBLEMS)
+        .map(|(needle, msg)| (needle.and_then(|n| line_of(text, &n)), msg))
+        .collect();
+    if more > 0 {
+        located.push((None, format!("{more} more problems not shown (the first {MAX_PROBLEMS} are)")));
+    }
+    Err(located)
 }
 
 /// Checks what serde cannot: returns (text to locate the line by, message) pairs.
@@ -182,20 +199,28 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
     if host && s.root.is_some() {
         bad("root:", "root: a posix case's root is the directory the harness makes".into());
     }
-    let links: Vec<&String> =
-        s.tree.iter().filter(|(_, v)| matches!(v, TreeValue::Symlink(_))).map(|(p, _)| p).collect();
+    let entries = PathTrie::of(&s.tree);
     for path in s.tree.keys() {
-        if let Some(link) = links.iter().find(|l| path.starts_with(&format!("{l}/"))) {
+        if let Some((link, _)) = entries.entries_above(path).find(|(_, v)| matches!(v, TreeValue::Symlink(_))) {
             bad(path, format!("tree: '{path}' lies below the link '{link}' (the harness never writes through a link)"));
         }
     }
     for path in s.tree.keys() {
-        let mut above = path.match_indices('/').map(|(i, _)| &path[..i]);
-        if let Some(file) =
-            above.find(|a| s.tree.get(*a).is_some_and(|v| !matches!(v, TreeValue::Dir | TreeValue::Symlink(_))))
-        {
+        let file = entries.entries_above(path).find(|(_, v)| !matches!(v, TreeValue::Dir | TreeValue::Symlink(_)));
+        if let Some((file, _)) = file {
             bad(path, format!("tree: '{path}' lies below the file '{file}' (an entry cannot be a file and a folder)"));
         }
+    }
+    let linked = through_links(s);
+    if linked.total > MAX_LINKED_PATHS {
+        bad(
+            "tree:",
+            format!(
+                "tree: its links stand for {} entries through them, over the {MAX_LINKED_PATHS} a case may have \
+                 (each link repeats every entry below its target)",
+                linked.total
+            ),
+        );
     }
     let mut total: u64 = 0;
     for (path, value) in &s.tree {
@@ -406,10 +431,9 @@ fn validate_local(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             );
         }
     }
-    let links: Vec<&String> =
-        local.daemon_tree.iter().filter(|(_, v)| matches!(v, TreeValue::Symlink(_))).map(|(p, _)| p).collect();
+    let entries = PathTrie::of(&local.daemon_tree);
     for (path, value) in &local.daemon_tree {
-        if let Some(link) = links.iter().find(|l| path.starts_with(&format!("{l}/"))) {
+        if let Some((link, _)) = entries.entries_above(path).find(|(_, v)| matches!(v, TreeValue::Symlink(_))) {
             bad(
                 path,
                 format!("local.daemon_tree: '{path}' lies below the link '{link}' (the harness never writes through a link)"),
@@ -438,12 +462,28 @@ fn local_roots(s: &Scenario) -> Vec<String> {
     out.into_iter().map(|d| join_lexical("", &d.replace('\\', "/"))).collect()
 }
 
-/// `path` relative to the tree directory `dir` (`""` is the base), if it lies strictly below it.
-fn below_dir<'a>(dir: &str, path: &'a str) -> Option<&'a str> {
-    if dir.is_empty() {
-        Some(path)
-    } else {
-        path.strip_prefix(dir).and_then(|r| r.strip_prefix('/'))
+/// The directories a local case may place a root at, to find the ones a path lies strictly below
+/// in one walk down the path (a scan of every root per path was quadratic in the steps).
+struct PlacedRoots<'a> {
+    /// Whether the base of the tree (`""`) is one: every path lies below it.
+    base: bool,
+    others: PathTrie<'a, ()>,
+}
+
+impl<'a> PlacedRoots<'a> {
+    fn new(roots: &'a [String]) -> Self {
+        let mut others = PathTrie::new();
+        for d in roots.iter().filter(|d| !d.is_empty()) {
+            others.insert(d, ());
+        }
+        PlacedRoots { base: roots.iter().any(String::is_empty), others }
+    }
+
+    /// `path` relative to each root it lies strictly below (the base first, then nearest the
+    /// base first).
+    fn below<'p>(&'p self, path: &'p str) -> impl Iterator<Item = &'p str> + 'p {
+        let base = self.base.then_some(path);
+        base.into_iter().chain(self.others.above(path).map(|(rest, _)| rest))
     }
 }
 
@@ -497,7 +537,7 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
             };
             let mut paths: Vec<String> = s.tree.keys().map(|p| norm(p)).collect();
             // Files reached only through a link count where the link puts them.
-            paths.extend(through_links(s).iter().map(|p| norm(p)));
+            paths.extend(through_links(s).paths.iter().map(|p| norm(p)));
             for st in &s.steps {
                 match &st.action {
                     Action::Write(w) => paths.push(norm(&w.path)),
@@ -508,9 +548,10 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
             let is_rules = |p: &str| p == ".elowen/rules" || p.starts_with(".elowen/rules/");
             // A local target's tree is the computer's: its rules lie below the directory the root
             // is placed at.
-            let local_roots = local_roots(s);
+            let local_roots: Vec<String> = local_roots(s).iter().map(|d| norm(d)).collect();
+            let placed = PlacedRoots::new(&local_roots);
             let rules = if s.local.is_some() {
-                paths.iter().any(|p| local_roots.iter().any(|d| below_dir(&norm(d), p).is_some_and(is_rules)))
+                paths.iter().any(|p| placed.below(p).any(is_rules))
             } else {
                 paths.iter().any(|p| is_rules(p))
             };
@@ -538,7 +579,7 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                 if s.local.is_some() {
                     // Strictly below a directory the root may be placed at.
                     let folder = if folder == "." { "" } else { folder };
-                    named && local_roots.iter().any(|d| below_dir(&norm(d), folder).is_some_and(|r| !r.is_empty()))
+                    named && placed.below(folder).any(|r| !r.is_empty())
                 } else {
                     named && !folder.starts_with("..") && !roots.contains(folder)
                 }
@@ -598,7 +639,7 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
                 out.insert("lean_prompt");
             }
             let mut paths: Vec<String> = s.tree.keys().cloned().collect();
-            paths.extend(through_links(s));
+            paths.extend(through_links(s).paths);
             for st in &s.steps {
                 match &st.action {
                     Action::Write(w) => paths.push(w.path.clone()),
@@ -645,10 +686,26 @@ fn join_lexical(base: &str, rel: &str) -> String {
     parts.join("/")
 }
 
+/// The most paths a case's links may stand for ([`through_links`]): far more than any real case
+/// needs, and few enough to list. Each link repeats every entry below its target, so 12,000 links
+/// to a folder of 12,000 files would stand for 144 million paths.
+pub const MAX_LINKED_PATHS: usize = 100_000;
+
+/// What a case's links make of its other entries.
+struct Linked {
+    /// The paths, at most [`MAX_LINKED_PATHS`] of them.
+    paths: Vec<String>,
+    /// How many there are in all.
+    total: usize,
+}
+
 /// The paths a case's links make of its other entries: for a link `L` whose target is the tree
 /// path `T` (relative, or `{project}/…`, `{sandbox}/…`), every entry `T/x` also stands at `L/x`.
-fn through_links(s: &Scenario) -> Vec<String> {
-    let mut out = Vec::new();
+/// The entries below a target are one range of the sorted tree, counted once per target, so the
+/// cost is that of the paths listed, never the number of links times the number of entries.
+fn through_links(s: &Scenario) -> Linked {
+    let mut out = Linked { paths: Vec::new(), total: 0 };
+    let mut counts: HashMap<String, usize> = HashMap::new();
     for (link, value) in &s.tree {
         let TreeValue::Symlink(target) = value else { continue };
         let target = if let Some(rest) = target.strip_prefix("{project}") {
@@ -661,15 +718,83 @@ fn through_links(s: &Scenario) -> Vec<String> {
             let folder = link.rsplit_once('/').map_or("", |(f, _)| f);
             join_lexical(folder, target)
         };
-        for path in s.tree.keys() {
-            if let Some(rest) = path.strip_prefix(&format!("{target}/")) {
-                out.push(format!("{link}/{rest}"));
-            } else if *path == target {
-                out.push(link.clone());
-            }
+        let below = format!("{target}/");
+        let itself = s.tree.contains_key(&target);
+        let from = (Bound::Included(below.as_str()), Bound::Unbounded);
+        let entries = || s.tree.range::<str, _>(from).take_while(|(p, _)| p.starts_with(&below));
+        let count = *counts.entry(target.clone()).or_insert_with(|| usize::from(itself) + entries().count());
+        out.total = out.total.saturating_add(count);
+        if out.paths.len() + count > MAX_LINKED_PATHS {
+            continue;
         }
+        if itself {
+            out.paths.push(link.clone());
+        }
+        out.paths.extend(entries().map(|(p, _)| format!("{link}/{}", p.get(below.len()..).unwrap_or_default())));
     }
     out
+}
+
+/// A set of `/`-paths by their components, each with a mark, so that the marked paths above a
+/// path are found in one walk down it. A lookup per ancestor, or a scan of every link per entry,
+/// made a case with 12,000 links take 30 s to load.
+struct PathTrie<'a, T> {
+    /// Each node's children by component, and its mark.
+    nodes: Vec<(HashMap<&'a str, usize>, Option<T>)>,
+}
+
+impl<'a, T> PathTrie<'a, T> {
+    fn new() -> Self {
+        PathTrie { nodes: vec![(HashMap::new(), None)] }
+    }
+
+    fn insert(&mut self, path: &'a str, mark: T) {
+        let mut at = 0;
+        for part in path.split('/') {
+            let next = self.nodes.len();
+            let Some((children, _)) = self.nodes.get_mut(at) else { return };
+            at = *children.entry(part).or_insert(next);
+            if at == next {
+                self.nodes.push((HashMap::new(), None));
+            }
+        }
+        if let Some(node) = self.nodes.get_mut(at) {
+            node.1 = Some(mark);
+        }
+    }
+
+    /// For each marked path `path` lies strictly below, nearest the root first: the rest of
+    /// `path` after it (and its `/`), and its mark. `a` is above `a/b` and `a/`, not above `ab`.
+    fn above<'p>(&'p self, path: &'p str) -> impl Iterator<Item = (&'p str, &'p T)> + 'p {
+        let mut at = Some(0);
+        let mut start = 0;
+        path.match_indices('/')
+            .map_while(move |(i, _)| {
+                let part = path.get(start..i)?;
+                start = i + 1;
+                let (children, _) = self.nodes.get(at?)?;
+                at = children.get(part).copied();
+                let (_, mark) = self.nodes.get(at?)?;
+                Some(mark.as_ref().map(|m| (path.get(i + 1..).unwrap_or_default(), m)))
+            })
+            .flatten()
+    }
+}
+
+impl<'a> PathTrie<'a, (&'a str, &'a TreeValue)> {
+    /// A tree's entries, each marked with its path and value.
+    fn of(tree: &'a BTreeMap<String, TreeValue>) -> Self {
+        let mut trie = PathTrie::new();
+        for (path, value) in tree {
+            trie.insert(path, (path.as_str(), value));
+        }
+        trie
+    }
+
+    /// The entries `path` lies strictly below, nearest the root first.
+    fn entries_above<'p>(&'p self, path: &'p str) -> impl Iterator<Item = (&'a str, &'a TreeValue)> + 'p {
+        self.above(path).map(|(_, entry)| *entry)
+    }
 }
 
 fn validate_vocabulary(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
@@ -971,5 +1096,59 @@ mod tests {
         let problems = parse(text).unwrap_err();
         assert!(problems.iter().any(|(_, m)| m.contains("must state file_access")), "{problems:?}");
         assert!(parse(&text.replace("tool: bash", "tool: bash, file_access: false")).is_ok());
+    }
+
+    /// A marked path is above another when its components begin the other's: `a` is above `a/b`
+    /// and `a/`, not above `ab` or itself.
+    #[rstest::rstest]
+    #[case::child("a/b", &["a"], &[("b", "a")])]
+    #[case::grandchild("a/b/c", &["a", "a/b", "x"], &[("b/c", "a"), ("c", "a/b")])]
+    #[case::trailing_slash("a/", &["a"], &[("", "a")])]
+    #[case::empty_component("a//b", &["a", "a/"], &[("/b", "a"), ("b", "a/")])]
+    #[case::not_a_prefix_of_a_name("ab/c", &["a"], &[])]
+    #[case::not_itself("a", &["a"], &[])]
+    #[case::leading_slash("/x", &[""], &[("x", "")])]
+    fn the_paths_above_a_path_are_found_by_its_components(
+        #[case] path: &str,
+        #[case] marked: &[&str],
+        #[case] want: &[(&str, &str)],
+    ) {
+        let mut trie = PathTrie::new();
+        for m in marked {
+            trie.insert(m, *m);
+        }
+        let got: Vec<(&str, &str)> = trie.above(path).map(|(rest, m)| (rest, *m)).collect();
+        assert_eq!(got, want);
+    }
+
+    fn case_with_tree(tree: &str) -> String {
+        format!(
+            "id: x\ntitle: t\nspec: [{{decision: D-X}}]\nprofile: modules\nplatform: posix\nrules: [symlinks]\n\
+             tree:\n{tree}steps:\n  - start:\n"
+        )
+    }
+
+    #[test]
+    fn links_that_stand_for_too_many_paths_are_refused() {
+        let mut tree: String = (0..300).map(|i| format!("  d/f{i}: x\n")).collect();
+        tree.extend((0..400).map(|i| format!("  l{i}: {{symlink: d}}\n")));
+        let problems = parse(&case_with_tree(&tree)).unwrap_err();
+        let want = "tree: its links stand for 120000 entries through them, over the 100000 a case may have";
+        assert!(problems.iter().any(|(line, m)| m.starts_with(want) && *line == Some(7)), "{problems:?}");
+        // Links that stand for 99,900 paths are within the bound.
+        let tree: String = (0..300)
+            .map(|i| format!("  d/f{i}: x\n"))
+            .chain((0..333).map(|i| format!("  l{i}: {{symlink: d}}\n")))
+            .collect();
+        assert!(parse(&case_with_tree(&tree)).is_ok(), "{:?}", parse(&case_with_tree(&tree)).err());
+    }
+
+    #[test]
+    fn at_most_a_hundred_problems_are_listed_then_a_count() {
+        let tree: String = (0..150).map(|i| format!("  l{i}: {{symlink: x}}\n  l{i}/below: y\n")).collect();
+        let problems = parse(&case_with_tree(&tree)).unwrap_err();
+        assert_eq!(problems.len(), MAX_PROBLEMS + 1);
+        assert!(problems.first().is_some_and(|(_, m)| m.contains("lies below the link")), "{problems:?}");
+        assert_eq!(problems.last().map(|(_, m)| m.as_str()), Some("50 more problems not shown (the first 100 are)"));
     }
 }

@@ -582,7 +582,8 @@ fn rerender(
     profile: Option<&str>,
     outputs: &[(Format, PathBuf)],
 ) -> Result<ExitCode, String> {
-    let text = harness::corpus::read_file(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = harness::input::read_text(file, harness::input::Kind::Report)
+        .map_err(|e| format!("{}: {e}", file.display()))?;
     let saved: SavedReport =
         serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", file.display()))?;
     let summary = Summary::new(&saved.results, saved.summary.unexpected);

@@ -78,21 +78,28 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Reads a manifest; errors name the file and line.
+    /// Reads a manifest; errors name the file and line. The file must be a regular file of at
+    /// most [`crate::input::MAX_MANIFEST_BYTES`] (a link to one is followed): a FIFO or a device
+    /// is refused at once ([`crate::input::read_text`]).
     pub fn read(path: &Path) -> Result<Manifest, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = crate::input::read_text(path, crate::input::Kind::Manifest)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
         if text.trim().is_empty() {
             return Ok(Manifest::default());
         }
-        let m: Manifest = reference::yaml::from_str(&text).map_err(|e| match e.line {
-            Some(l) => format!("{}:{l}: {}", path.display(), e.message),
-            None => format!("{}: {}", path.display(), e.message),
+        let m: Manifest = reference::yaml::from_str(&text).map_err(|e| {
+            let message = crate::input::clip(&e.message);
+            match e.line {
+                Some(l) => format!("{}:{l}: {message}", path.display()),
+                None => format!("{}: {message}", path.display()),
+            }
         })?;
         for (id, entry) in &m.entries {
             if matches!(entry.status, Status::Pass | Status::Xfail | Status::Xpass) {
                 return Err(format!(
-                    "{}: {id}: status {} cannot be expected (use FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP)",
+                    "{}: {}: status {} cannot be expected (use FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP)",
                     path.display(),
+                    crate::input::clip(id),
                     entry.status.as_str()
                 ));
             }

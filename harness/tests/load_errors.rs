@@ -67,3 +67,12 @@ fn an_in_place_write_on_a_file_client_tree_is_refused() {
     let errs = errors_for(&format!("{head}steps:\n  - start:\n  - write: {{path: a.md, text: x, in_place: true}}\n"));
     assert!(errs.iter().any(|e| e.contains("bad.yaml:9:") && e.contains("in_place")), "{errs:?}");
 }
+
+/// A message that quotes the case file is clipped: a 2 MB key made a 2 MB error line.
+#[test]
+fn an_error_quoting_a_huge_key_is_clipped() {
+    let key = "a/".repeat(1_000_000);
+    let errs = errors_for(&format!("{HEAD}tree:\n  {key}x: x\n  {key}: {{symlink: x}}\nsteps:\n  - start:\n"));
+    let e = errs.first().expect("an error");
+    assert!(e.len() < 2048 && e.contains("more bytes not shown)"), "{}", &e[..e.len().min(300)]);
+}

@@ -5,7 +5,8 @@
 //! error, a document may be any node (the caller checks for a mapping), anchors and aliases
 //! resolve, an unknown tag is kept as a tagged value (which no `paths` item accepts), the merge
 //! key `<<` is an ordinary key, and nesting deeper than the parser's recursion limit or an alias
-//! expansion past its repetition limit is an error, never a hang.
+//! expansion past its repetition limit is an error, never a hang. Every text is checked for depth
+//! before it is parsed, in one linear pass ([`MAX_DEPTH`]).
 
 use serde::de::DeserializeOwned;
 
@@ -72,60 +73,557 @@ fn convert_error(e: serde_yaml::Error) -> Error {
     Error { line: loc.as_ref().map(|l| l.line()), column: loc.as_ref().map(|l| l.column()), message }
 }
 
-/// How deep a document may nest before it is refused without parsing. The parser's own
-/// recursion limit (128) would refuse it too, but only after a parse whose cost grows with the
-/// square of the depth: 100,000 brackets take half a minute.
+/// How deep a document may nest before it is refused without parsing: the parser's own
+/// recursion limit, so the check refuses nothing the parser would take. The parser would refuse a
+/// deeper document too, but only after a parse whose cost grows with the depth times the size
+/// (libyaml rescans every open flow level at each token): 100,000 brackets took half a minute.
+/// Below the limit the cost is linear: a 4 MiB document of tokens at depth 128 parses in under
+/// two seconds, at depth 2 in about one.
 pub const MAX_DEPTH: usize = 128;
 
-/// A cheap upper bound of each line's nesting: indentation, leading `- ` and `? ` indicators, and
-/// open flow brackets outside quotes. `Some(line)` where it first exceeds [`MAX_DEPTH`].
-fn too_deep(src: &str) -> Option<usize> {
-    let mut flow = 0usize;
-    for (i, line) in src.lines().enumerate() {
-        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
-        let mut rest = line.trim_start_matches([' ', '\t']);
-        let mut block = 0usize;
-        while let Some(r) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("? ")) {
-            block += 1;
-            rest = r.trim_start_matches(' ');
-        }
-        let mut quote: Option<char> = None;
-        for c in rest.chars() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '#') => break,
-                (None, '[' | '{') => flow += 1,
-                (None, ']' | '}') => flow = flow.saturating_sub(1),
-                _ => {}
-            }
-            if flow > MAX_DEPTH {
-                return Some(i + 1);
-            }
-        }
-        if indent / 2 + block + flow > MAX_DEPTH {
-            return Some(i + 1);
-        }
-    }
-    None
+/// The refusal of a document nested deeper than [`MAX_DEPTH`], at the line where it gets too deep.
+fn too_deep_error(line: usize) -> Error {
+    Error { line: Some(line), column: None, message: format!("nesting deeper than {MAX_DEPTH} levels") }
 }
 
-/// Parses one YAML document into a [`Value`].
+/// The 1-based line where `src` first nests deeper than [`MAX_DEPTH`], if it does, found in one
+/// linear pass that follows libyaml's scanner (unsafe-libyaml's `scanner.rs`) on every path that
+/// is not an error: flow collections, block collections (its stack of indentation columns), quoted
+/// and plain scalars, block scalars, comments, tags, anchors and directives. A cheaper estimate is
+/// unsound: one that takes every `'` for a quote misses the brackets after `it's`, and one that
+/// ends a comment at `\n` only misses those after a `\r`. Where libyaml would stop with an error,
+/// the pass goes on (what it finds there is never parsed), so it can only err towards refusing a
+/// document the parser would refuse anyway.
+///
+/// The depth counted is the number of open flow collections plus the number of block collections
+/// the scanner opened by indentation: never more than the document's real nesting.
+fn too_deep(src: &str) -> Option<usize> {
+    // The reader stops at the first character YAML does not allow, so the scanner never sees what
+    // follows it.
+    let end = src.char_indices().find(|&(_, c)| !allowed(c)).map_or(src.len(), |(i, _)| i);
+    let bytes = src.as_bytes().get(..end).unwrap_or_default();
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    Scanner::new(bytes).run().err()
+}
+
+/// Whether libyaml's reader takes `c` (YAML 1.1's printable set).
+fn allowed(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}')
+        || c >= '\u{10000}'
+}
+
+/// A position as libyaml keeps it: byte index, 0-based line, column in characters.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    index: usize,
+    line: usize,
+    column: usize,
+}
+
+/// The part of libyaml's scanner state that decides nesting.
+struct Scanner<'a> {
+    s: &'a [u8],
+    at: Mark,
+    /// Open flow collections.
+    flow: usize,
+    /// The current block indentation column (-1 at the top), and the ones below it.
+    indent: isize,
+    indents: Vec<isize>,
+    simple_key_allowed: bool,
+    /// The possible simple key of the block context: where it started. Only a key at flow level 0
+    /// can open a block mapping, so the keys of flow levels are not kept.
+    key: Option<Mark>,
+}
+
+impl<'a> Scanner<'a> {
+    fn new(s: &'a [u8]) -> Self {
+        Scanner {
+            s,
+            at: Mark { index: 0, line: 0, column: 0 },
+            flow: 0,
+            indent: -1,
+            indents: Vec::new(),
+            simple_key_allowed: true,
+            key: None,
+        }
+    }
+
+    /// The byte `k` ahead, `0` past the end (libyaml's `IS_Z`).
+    fn peek(&self, k: usize) -> u8 {
+        self.s.get(self.at.index + k).copied().unwrap_or(0)
+    }
+
+    fn is(&self, k: usize, set: &[u8]) -> bool {
+        set.contains(&self.peek(k))
+    }
+
+    fn is_z(&self, k: usize) -> bool {
+        self.peek(k) == 0
+    }
+
+    fn is_blank(&self, k: usize) -> bool {
+        self.is(k, b" \t")
+    }
+
+    fn is_break(&self, k: usize) -> bool {
+        match self.peek(k) {
+            b'\r' | b'\n' => true,
+            0xC2 => self.peek(k + 1) == 0x85,
+            0xE2 => self.peek(k + 1) == 0x80 && matches!(self.peek(k + 2), 0xA8 | 0xA9),
+            _ => false,
+        }
+    }
+
+    fn is_blankz(&self, k: usize) -> bool {
+        self.is_blank(k) || self.is_break(k) || self.is_z(k)
+    }
+
+    fn is_breakz(&self, k: usize) -> bool {
+        self.is_break(k) || self.is_z(k)
+    }
+
+    fn is_alpha(&self, k: usize) -> bool {
+        let c = self.peek(k);
+        c.is_ascii_alphanumeric() || c == b'_' || c == b'-'
+    }
+
+    /// libyaml's `SKIP`: one character.
+    fn skip(&mut self) {
+        let width = match self.peek(0) {
+            0 => return,
+            c if c < 0x80 => 1,
+            c if c & 0xE0 == 0xC0 => 2,
+            c if c & 0xF0 == 0xE0 => 3,
+            _ => 4,
+        };
+        self.at.index += width;
+        self.at.column += 1;
+    }
+
+    /// libyaml's `SKIP_LINE` (and `READ_LINE`): one line break, `\r\n` being one.
+    fn skip_line(&mut self) {
+        if self.peek(0) == b'\r' && self.peek(1) == b'\n' {
+            self.at.index += 2;
+        } else if self.is_break(0) {
+            self.at.index += if self.peek(0) < 0x80 {
+                1
+            } else if self.peek(0) == 0xC2 {
+                2
+            } else {
+                3
+            };
+        } else {
+            return;
+        }
+        self.at.column = 0;
+        self.at.line += 1;
+    }
+
+    fn skip_to_break(&mut self) {
+        while !self.is_breakz(0) {
+            self.skip();
+        }
+    }
+
+    /// The depth now: open flow collections and block collections.
+    fn check_depth(&self) -> Result<(), usize> {
+        if self.flow + self.indents.len() > MAX_DEPTH {
+            Err(self.at.line + 1)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn roll_indent(&mut self, column: usize) -> Result<(), usize> {
+        let column = column as isize;
+        if self.flow == 0 && self.indent < column {
+            self.indents.push(self.indent);
+            self.indent = column;
+            self.check_depth()?;
+        }
+        Ok(())
+    }
+
+    fn unroll_indent(&mut self, column: isize) {
+        if self.flow == 0 {
+            while self.indent > column {
+                self.indent = self.indents.pop().unwrap_or(-1);
+            }
+        }
+    }
+
+    fn save_simple_key(&mut self) {
+        if self.simple_key_allowed && self.flow == 0 {
+            self.key = Some(self.at);
+        }
+    }
+
+    fn remove_simple_key(&mut self) {
+        if self.flow == 0 {
+            self.key = None;
+        }
+    }
+
+    /// Runs the scanner to the end: `Err(line)` where the document gets too deep.
+    fn run(mut self) -> Result<(), usize> {
+        loop {
+            self.scan_to_next_token();
+            self.unroll_indent(self.at.column as isize);
+            if self.is_z(0) {
+                return Ok(());
+            }
+            let before = self.at.index;
+            self.fetch_next_token()?;
+            if self.at.index == before {
+                // A character no token starts with: libyaml stops here with an error.
+                self.skip();
+            }
+        }
+    }
+
+    fn scan_to_next_token(&mut self) {
+        loop {
+            if self.at.column == 0 && self.peek(0) == 0xEF && self.peek(1) == 0xBB && self.peek(2) == 0xBF {
+                self.skip();
+            }
+            while self.peek(0) == b' ' || ((self.flow > 0 || !self.simple_key_allowed) && self.peek(0) == b'\t') {
+                self.skip();
+            }
+            if self.peek(0) == b'#' {
+                self.skip_to_break();
+            }
+            if !self.is_break(0) {
+                return;
+            }
+            self.skip_line();
+            if self.flow == 0 {
+                self.simple_key_allowed = true;
+            }
+        }
+    }
+
+    fn fetch_next_token(&mut self) -> Result<(), usize> {
+        let c = self.peek(0);
+        let document_indicator = self.at.column == 0
+            && (self.is(0, b"-") && self.is(1, b"-") && self.is(2, b"-")
+                || self.is(0, b".") && self.is(1, b".") && self.is(2, b"."))
+            && self.is_blankz(3);
+        if self.at.column == 0 && c == b'%' || document_indicator {
+            self.unroll_indent(-1);
+            self.remove_simple_key();
+            self.simple_key_allowed = false;
+            if c == b'%' {
+                // A directive ends at its line's end, or is an error.
+                self.skip_to_break();
+                self.skip_line();
+            } else {
+                self.skip();
+                self.skip();
+                self.skip();
+            }
+            return Ok(());
+        }
+        match c {
+            b'[' | b'{' => {
+                self.save_simple_key();
+                self.flow += 1;
+                self.check_depth()?;
+                self.simple_key_allowed = true;
+                self.skip();
+            }
+            b']' | b'}' => {
+                self.remove_simple_key();
+                self.flow = self.flow.saturating_sub(1);
+                self.simple_key_allowed = false;
+                self.skip();
+            }
+            b',' => {
+                self.remove_simple_key();
+                self.simple_key_allowed = true;
+                self.skip();
+            }
+            b'-' if self.is_blankz(1) => {
+                self.roll_indent(self.at.column)?;
+                self.remove_simple_key();
+                self.simple_key_allowed = true;
+                self.skip();
+            }
+            b'?' if self.flow > 0 || self.is_blankz(1) => {
+                self.roll_indent(self.at.column)?;
+                self.remove_simple_key();
+                self.simple_key_allowed = self.flow == 0;
+                self.skip();
+            }
+            b':' if self.flow > 0 || self.is_blankz(1) => {
+                self.fetch_value()?;
+            }
+            b'*' | b'&' => {
+                self.save_simple_key();
+                self.simple_key_allowed = false;
+                self.skip();
+                while self.is_alpha(0) {
+                    self.skip();
+                }
+            }
+            b'!' => {
+                self.save_simple_key();
+                self.simple_key_allowed = false;
+                self.scan_tag();
+            }
+            b'|' | b'>' if self.flow == 0 => {
+                self.remove_simple_key();
+                self.simple_key_allowed = true;
+                self.scan_block_scalar();
+            }
+            b'\'' | b'"' => {
+                self.save_simple_key();
+                self.simple_key_allowed = false;
+                self.scan_flow_scalar(c == b'\'');
+            }
+            _ if self.plain_scalar_starts() => {
+                self.save_simple_key();
+                self.simple_key_allowed = false;
+                self.scan_plain_scalar();
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn plain_scalar_starts(&self) -> bool {
+        let c = self.peek(0);
+        !(self.is_blankz(0) || b"-?:,[]{}#&*!|>'\"%@`".contains(&c))
+            || c == b'-' && !self.is_blank(1)
+            || self.flow == 0 && (c == b'?' || c == b':') && !self.is_blankz(1)
+    }
+
+    /// `:`: a simple key still possible (on this line, within 1024 bytes) opens a block mapping at
+    /// its column; otherwise the `:` opens one at its own.
+    fn fetch_value(&mut self) -> Result<(), usize> {
+        if self.flow == 0 {
+            let at = self.at;
+            match self.key.take().filter(|k| k.line == at.line && k.index + 1024 >= at.index) {
+                Some(key) => {
+                    self.roll_indent(key.column)?;
+                    self.simple_key_allowed = false;
+                }
+                None => {
+                    self.roll_indent(at.column)?;
+                    self.simple_key_allowed = true;
+                }
+            }
+        } else {
+            self.simple_key_allowed = false;
+        }
+        self.skip();
+        Ok(())
+    }
+
+    /// A tag: `!<uri>`, or a handle and a suffix. A verbatim URI may hold `,`, `[` and `]`.
+    fn scan_tag(&mut self) {
+        let uri = |sc: &Self, flow_chars: bool| {
+            sc.is_alpha(0) || sc.is(0, b";/?:@&=+$.%!~*'()") || flow_chars && sc.is(0, b",[]")
+        };
+        if self.peek(1) == b'<' {
+            self.skip();
+            self.skip();
+            while uri(self, true) {
+                self.skip_uri_char();
+            }
+            if self.peek(0) == b'>' {
+                self.skip();
+            }
+        } else {
+            self.skip();
+            while self.is_alpha(0) {
+                self.skip();
+            }
+            if self.peek(0) == b'!' {
+                self.skip();
+            }
+            while uri(self, false) {
+                self.skip_uri_char();
+            }
+        }
+    }
+
+    fn skip_uri_char(&mut self) {
+        if self.peek(0) == b'%' {
+            // An escape, `%XX`.
+            for _ in 0..3 {
+                self.skip();
+            }
+        } else {
+            self.skip();
+        }
+    }
+
+    /// A `|` or `>` scalar: its header line, then every line indented at least as far as its
+    /// first non-empty one (or as its indentation indicator says), and more than its parent.
+    fn scan_block_scalar(&mut self) {
+        self.skip();
+        let mut increment = 0isize;
+        if self.is(0, b"+-") {
+            self.skip();
+            if self.peek(0).is_ascii_digit() {
+                increment = isize::from(self.peek(0) - b'0');
+                self.skip();
+            }
+        } else if self.peek(0).is_ascii_digit() {
+            increment = isize::from(self.peek(0) - b'0');
+            self.skip();
+            if self.is(0, b"+-") {
+                self.skip();
+            }
+        }
+        while self.is_blank(0) {
+            self.skip();
+        }
+        if self.peek(0) == b'#' {
+            self.skip_to_break();
+        }
+        self.skip_line();
+        let mut indent = if increment > 0 {
+            if self.indent >= 0 {
+                self.indent + increment
+            } else {
+                increment
+            }
+        } else {
+            0
+        };
+        self.block_scalar_breaks(&mut indent);
+        while self.at.column as isize == indent && !self.is_z(0) {
+            self.skip_to_break();
+            self.skip_line();
+            self.block_scalar_breaks(&mut indent);
+        }
+    }
+
+    fn block_scalar_breaks(&mut self, indent: &mut isize) {
+        let mut max_indent = 0isize;
+        loop {
+            while (*indent == 0 || (self.at.column as isize) < *indent) && self.peek(0) == b' ' {
+                self.skip();
+            }
+            max_indent = max_indent.max(self.at.column as isize);
+            if !self.is_break(0) {
+                break;
+            }
+            self.skip_line();
+        }
+        if *indent == 0 {
+            *indent = max_indent.max(self.indent + 1).max(1);
+        }
+    }
+
+    /// A quoted scalar, over any number of lines: `''` in a single-quoted one and `\` escapes in a
+    /// double-quoted one do not end it.
+    fn scan_flow_scalar(&mut self, single: bool) {
+        let quote = if single { b'\'' } else { b'"' };
+        self.skip();
+        loop {
+            if self.is_z(0) {
+                return;
+            }
+            while !self.is_blankz(0) {
+                if single && self.peek(0) == b'\'' && self.peek(1) == b'\'' {
+                    self.skip();
+                    self.skip();
+                } else if self.peek(0) == quote {
+                    break;
+                } else if !single && self.peek(0) == b'\\' && self.is_break(1) {
+                    self.skip();
+                    self.skip_line();
+                    break;
+                } else if !single && self.peek(0) == b'\\' {
+                    let code_length = match self.peek(1) {
+                        b'x' => 2,
+                        b'u' => 4,
+                        b'U' => 8,
+                        _ => 0,
+                    };
+                    for _ in 0..2 + code_length {
+                        self.skip();
+                    }
+                } else {
+                    self.skip();
+                }
+            }
+            if self.peek(0) == quote {
+                self.skip();
+                return;
+            }
+            while self.is_blank(0) || self.is_break(0) {
+                if self.is_blank(0) {
+                    self.skip();
+                } else {
+                    self.skip_line();
+                }
+            }
+        }
+    }
+
+    /// A plain scalar, over lines indented more than its parent (block context) or any lines
+    /// (flow context); in a flow context `,[]{}` end it. `#` after a blank starts a comment.
+    fn scan_plain_scalar(&mut self) {
+        let indent = self.indent + 1;
+        let mut leading_blanks = false;
+        loop {
+            let document_indicator = self.at.column == 0
+                && (self.is(0, b"-") && self.is(1, b"-") && self.is(2, b"-")
+                    || self.is(0, b".") && self.is(1, b".") && self.is(2, b"."))
+                && self.is_blankz(3);
+            if document_indicator || self.peek(0) == b'#' {
+                break;
+            }
+            while !self.is_blankz(0) {
+                let c = self.peek(0);
+                let ends = c == b':' && self.is_blankz(1) || self.flow > 0 && b",[]{}".contains(&c);
+                if ends {
+                    break;
+                }
+                leading_blanks = false;
+                self.skip();
+            }
+            if !(self.is_blank(0) || self.is_break(0)) {
+                break;
+            }
+            while self.is_blank(0) || self.is_break(0) {
+                if self.is_blank(0) {
+                    self.skip();
+                } else {
+                    self.skip_line();
+                    leading_blanks = true;
+                }
+            }
+            if self.flow == 0 && (self.at.column as isize) < indent {
+                break;
+            }
+        }
+        if leading_blanks {
+            self.simple_key_allowed = true;
+        }
+    }
+}
+
+/// Parses one YAML document into a [`Value`]. A document nested deeper than [`MAX_DEPTH`] is
+/// refused before it is parsed.
 pub fn parse(src: &str) -> Result<Value, Error> {
     if let Some(line) = too_deep(src) {
-        return Err(Error {
-            line: Some(line),
-            column: None,
-            message: format!("nesting deeper than {MAX_DEPTH} levels"),
-        });
+        return Err(too_deep_error(line));
     }
     let v: serde_yaml::Value = serde_yaml::from_str(src).map_err(convert_error)?;
     Ok(convert(v))
 }
 
-/// Deserialises one YAML document into `T`, with the error located by line and column.
+/// Deserialises one YAML document into `T`, with the error located by line and column. A document
+/// nested deeper than [`MAX_DEPTH`] is refused before it is parsed, as by [`parse`]: case files,
+/// manifests and clause lists are checked as frontmatter is.
 pub fn from_str<T: DeserializeOwned>(src: &str) -> Result<T, Error> {
+    if let Some(line) = too_deep(src) {
+        return Err(too_deep_error(line));
+    }
     serde_yaml::from_str(src).map_err(convert_error)
 }
 
@@ -169,6 +667,71 @@ mod tests {
         assert!(parse(&src).is_ok());
         let src = format!("paths:\n{}x\n", "- ".repeat(MAX_DEPTH + 1));
         assert!(parse(&src).is_err());
+    }
+
+    /// Runs `f` on a thread of its own, failing if it takes longer than `secs`: a depth check that
+    /// lets a bomb through makes the parse take minutes, and the test fails rather than hangs.
+    fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(f()));
+        rx.recv_timeout(std::time::Duration::from_secs(secs)).expect("the depth check let a nesting bomb through")
+    }
+
+    /// Bombs that a line-by-line estimate missed, each refused at once at its line, by `parse` and
+    /// by `from_str` alike: the check follows the scanner, not a guess of it.
+    #[rstest]
+    #[case::apostrophe_in_a_plain_scalar("x: [it's, ", 1)]
+    #[case::hash_inside_a_plain_scalar("x: [a#b, ", 1)]
+    #[case::quoted_scalar_over_two_lines("x: [\"a\n b\", ", 2)]
+    #[case::single_quoted_over_two_lines("x: ['a\n b', ", 2)]
+    #[case::comment_ended_by_a_carriage_return("# note\rx: ", 2)]
+    #[case::comment_ended_by_a_line_separator("# note\u{2028}x: ", 2)]
+    #[case::escaped_quote("x: [\"a\\\"\", ", 1)]
+    #[case::after_a_block_scalar("a: |\n  text'\nb: ", 3)]
+    #[case::after_a_directive("%YAML 1.1\n--- ", 2)]
+    #[case::block_mapping("x:\n", MAX_DEPTH + 2)]
+    fn a_nesting_bomb_is_refused_at_once(#[case] head: &str, #[case] line: usize) {
+        let bomb = if head.ends_with('\n') {
+            (0..200).map(|i| format!("{}k:\n", " ".repeat(i))).collect::<String>()
+        } else {
+            "[".repeat(100_000)
+        };
+        let src = format!("{head}{bomb}");
+        let (parsed, typed) = within(20, move || (parse(&src), from_str::<serde_yaml::Value>(&src).map(|_| ())));
+        for e in [parsed.map(|_| ()).unwrap_err(), typed.unwrap_err()] {
+            assert_eq!(e.message, "nesting deeper than 128 levels");
+            assert_eq!(e.line, Some(line));
+        }
+    }
+
+    /// A verbatim tag's URI may hold `]`: `[!<]> [!<]> ...` nests, it does not close.
+    #[test]
+    fn brackets_in_a_verbatim_tag_do_not_close() {
+        let src = format!("x: {}", "[!<]> ".repeat(50_000));
+        let e = within(20, move || parse(&src)).unwrap_err();
+        assert_eq!(e.line, Some(1), "{e:?}");
+    }
+
+    /// What only looks deep is parsed: brackets and deep indentation inside a block scalar, or in
+    /// quotes, comments and plain scalars of the block context, are text.
+    #[rstest]
+    #[case::brackets_in_a_block_scalar(format!("a: |\n{}b: x\n", "  [[[[[[[[[[\n".repeat(50)))]
+    #[case::indentation_in_a_block_scalar(format!("a: |\n  x\n{}y\nb: c\n", " ".repeat(400)))]
+    #[case::brackets_in_quotes(format!("a: '{}'\nb: \"{}\"\n", "[".repeat(500), "{".repeat(500)))]
+    #[case::brackets_in_a_comment(format!("a: b # {}\n", "[".repeat(500)))]
+    #[case::brackets_in_a_plain_scalar(format!("a: b{}\n", "[".repeat(500)))]
+    #[case::flow_at_the_limit(format!("a: {}{}\n", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1)))]
+    #[case::block_at_the_limit((0..MAX_DEPTH).map(|i| format!("{}k:\n", " ".repeat(i))).collect::<String>())]
+    fn what_only_looks_deep_parses(#[case] src: String) {
+        assert!(parse(&src).is_ok(), "{:?}", parse(&src).err());
+    }
+
+    #[test]
+    fn one_level_past_the_limit_is_refused_by_the_check_itself() {
+        let src = format!("a: {}{}\n", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert_eq!(too_deep(&src), Some(1));
+        let src: String = (0..=MAX_DEPTH).map(|i| format!("{}k:\n", " ".repeat(i))).collect();
+        assert_eq!(too_deep(&src), Some(MAX_DEPTH + 1));
     }
 
     #[test]
