@@ -554,14 +554,23 @@ impl<'a> Scanner<'a> {
                 self.skip();
                 return;
             }
-            while self.is_blank(0) || self.is_break(0) {
-                if self.is_blank(0) {
-                    self.skip();
-                } else {
-                    self.skip_line();
-                }
+            self.skip_blanks_and_breaks();
+        }
+    }
+
+    /// Skips the blanks and line breaks inside a scalar, as libyaml's scanner does between its
+    /// chunks; answers whether a line break was among them.
+    fn skip_blanks_and_breaks(&mut self) -> bool {
+        let mut broke = false;
+        while self.is_blank(0) || self.is_break(0) {
+            if self.is_blank(0) {
+                self.skip();
+            } else {
+                self.skip_line();
+                broke = true;
             }
         }
+        broke
     }
 
     /// A plain scalar, over lines indented more than its parent (block context) or any lines
@@ -589,13 +598,8 @@ impl<'a> Scanner<'a> {
             if !(self.is_blank(0) || self.is_break(0)) {
                 break;
             }
-            while self.is_blank(0) || self.is_break(0) {
-                if self.is_blank(0) {
-                    self.skip();
-                } else {
-                    self.skip_line();
-                    leading_blanks = true;
-                }
+            if self.skip_blanks_and_breaks() {
+                leading_blanks = true;
             }
             if self.flow == 0 && (self.at.column as isize) < indent {
                 break;
