@@ -191,7 +191,13 @@ fn code_answers(hello: &Hello, expected: &str, observed: &str) -> bool {
 /// Diagnostics, in three passes so that each difference is told on its own basis: which paths are
 /// diagnosed (the expectation's basis), with which codes (D-CODE-1, or the expectation's for the
 /// seed's own codes), on which lines (D-FM-11).
-fn diagnostics(cmp: &mut Cmp, hello: &Hello, expected: &[ExpectDiagnostic], observed: &[WireDiagnostic]) {
+fn diagnostics(
+    cmp: &mut Cmp,
+    hello: &Hello,
+    expected: &[ExpectDiagnostic],
+    observed: &[WireDiagnostic],
+    path_basis: Basis,
+) {
     let mut free: Vec<&WireDiagnostic> = observed.iter().collect();
     let mut pairs: Vec<(&ExpectDiagnostic, &WireDiagnostic)> = Vec::new();
     let mut missing: Vec<&ExpectDiagnostic> = Vec::new();
@@ -206,6 +212,7 @@ fn diagnostics(cmp: &mut Cmp, hello: &Hello, expected: &[ExpectDiagnostic], obse
             None => unpaired.push(e),
         }
     }
+    let mut elsewhere: Vec<(&ExpectDiagnostic, &WireDiagnostic)> = Vec::new();
     for e in unpaired {
         let by_code = free.iter().position(|d| d.path == e.path && code_answers(hello, &e.code, &d.code));
         let by_path = by_code.or_else(|| free.iter().position(|d| d.path == e.path));
@@ -213,6 +220,22 @@ fn diagnostics(cmp: &mut Cmp, hello: &Hello, expected: &[ExpectDiagnostic], obse
             Some(i) => pairs.push((e, free.remove(i))),
             None => missing.push(e),
         }
+    }
+    // A code reported for another path than expected: the path is its own facet
+    // (`diagnostics.path`), so that a case can rest which path is named on a decision while the
+    // report itself rests on the seed.
+    missing.retain(|e| {
+        let same_code = free.iter().position(|d| code_answers(hello, &e.code, &d.code) && d.code == e.code);
+        match same_code {
+            Some(i) => {
+                elsewhere.push((e, free.remove(i)));
+                false
+            }
+            None => true,
+        }
+    });
+    for (e, d) in &elsewhere {
+        cmp.push_on(path_basis.clone(), format!("diagnostics['{}'].path", e.code), e.path.clone(), d.path.clone());
     }
     if !missing.is_empty() || !free.is_empty() {
         let want: Vec<String> = expected.iter().map(|e| shown(&e.code, &e.path, e.line)).collect();
@@ -264,7 +287,9 @@ fn diagnostics(cmp: &mut Cmp, hello: &Hello, expected: &[ExpectDiagnostic], obse
 fn layout_basis(expect: &Expect, what: &str, layout: &str) -> Basis {
     let stated = match &expect.basis {
         Some(BasisSpec::All(b)) => Some(b),
-        Some(BasisSpec::Each(m)) => m.get(what),
+        Some(BasisSpec::Each(m)) => {
+            m.get(what).or_else(|| what.split_once('.').and_then(|(expectation, _)| m.get(expectation)))
+        }
         None => None,
     };
     match stated {
@@ -414,16 +439,20 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
             None => cmp.push("section", "a section", "none"),
             Some(got) => {
                 if let Some(r) = section.rewritten {
+                    cmp.basis = basis("section.rewritten");
                     cmp.eq("section.rewritten".into(), &r.to_string(), &got.rewritten.to_string());
                 }
                 if let Some(files) = &section.files {
+                    cmp.basis = basis("section.files");
                     let want: Vec<String> = files.iter().map(|f| f.replace("{sandbox}", ctx.sandbox)).collect();
                     cmp.eq("section.files".into(), &want.join("\n"), &got.files.join("\n"));
                 }
                 if let Some(omitted) = &section.omitted {
+                    cmp.basis = basis("section.omitted");
                     let want: Vec<String> = omitted.iter().map(|f| f.replace("{sandbox}", ctx.sandbox)).collect();
                     cmp.eq("section.omitted".into(), &want.join("\n"), &got.omitted.join("\n"));
                 }
+                cmp.basis = basis("section");
                 if let Some(text) = &section.text {
                     text_facet(&mut cmp, ctx, expect, text, &got.text, section.omitted.as_deref());
                 }
@@ -463,7 +492,7 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
         }
     }
     cmp.basis = basis("diagnostics");
-    diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics);
+    diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics, basis("diagnostics.path"));
     cmp.out
 }
 
@@ -485,7 +514,7 @@ fn told_facet(cmp: &mut Cmp, field: &str, want: bool, got: Option<&str>, yes: &s
 /// the implementation's: the observed text must go on from there and name every omitted file.
 fn text_facet(cmp: &mut Cmp, ctx: &Context<'_>, expect: &Expect, text: &str, got: &str, omitted: Option<&[String]>) {
     let decision = if ctx.scenario.profile == "root-file" { "D-RF-RENDER-1" } else { "D-SEC-RENDER-1" };
-    let basis = layout_basis(expect, "section", decision);
+    let basis = layout_basis(expect, "section.text", decision);
     // Empty text (no section at all) is no layout: it is the expectation's own.
     let basis = if text.is_empty() { cmp.basis.clone() } else { basis };
     let want = match section_text(ctx, text) {
@@ -573,6 +602,36 @@ mod tests {
         assert_eq!(run(&s, &hello(), e, &obs(None)).len(), 1);
         assert_eq!(run(&s, &hello(), e, &obs(Some(vec![]))).len(), 1);
         assert_eq!(run(&s, &hello(), e, &obs(Some(vec![p(PromptKind::Lean, &good)]))).len(), 1);
+    }
+
+    /// A facet stated on its own (`diagnostics.path`, `section.rewritten`) takes that basis; the
+    /// rest of its expectation keeps the expectation's.
+    #[test]
+    fn a_facet_carries_its_own_basis() {
+        let s = scenario("section", "seed");
+        let obs = Observation {
+            diagnostics: vec![WireDiagnostic {
+                code: "section.nested_limit".into(),
+                path: "b".into(),
+                line: None,
+                message: String::new(),
+            }],
+            section: Some(WireSection { text: String::new(), rewritten: true, files: vec![], omitted: vec![] }),
+            ..Observation::default()
+        };
+        let e = "basis: {diagnostics.path: D-X, section.rewritten: D-X}\n\
+                 section: {rewritten: false}\ndiagnostics: [{code: section.nested_limit, path: c}]";
+        let got = run(&s, &hello(), e, &obs);
+        let seen: Vec<(&str, &Basis)> = got.iter().map(|m| (m.field.as_str(), &m.basis)).collect();
+        let d = Basis::Decision("D-X".into());
+        assert_eq!(seen, [("section.rewritten", &d), ("diagnostics['section.nested_limit'].path", &d)]);
+        // Not stated: the expectation's basis.
+        let e = "section: {rewritten: false}\ndiagnostics: [{code: section.nested_limit, path: c}]";
+        assert!(run(&s, &hello(), e, &obs).iter().all(|m| m.basis == Basis::Seed));
+        // A missing code is still the expectation's, whatever the path's basis.
+        let e = "basis: {diagnostics.path: D-X}\ndiagnostics: [{code: section.nested_limit, path: c}]";
+        let none = Observation { section: obs.section.clone(), ..Observation::default() };
+        assert!(run(&s, &hello(), e, &none).iter().all(|m| m.basis == Basis::Seed));
     }
 
     #[test]

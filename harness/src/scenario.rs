@@ -716,6 +716,31 @@ impl<'de> Deserialize<'de> for Basis {
 pub const EXPECTATIONS: &[&str] =
     &["startup", "activation", "rendered", "section", "prompt", "diagnostics", "blocked", "escaped", "failed"];
 
+/// The facets of an expectation whose basis a step may set apart from the expectation's own
+/// (`expectation.facet`): a facet not stated takes its expectation's basis. `section.text` is the
+/// exact text's layout; `diagnostics.path` is which path a diagnostic names when the step reports
+/// its code for another one.
+pub const FACETS: &[&str] =
+    &["section.rewritten", "section.files", "section.omitted", "section.text", "diagnostics.path"];
+
+/// Every key of a step's basis map: [`EXPECTATIONS`], then [`FACETS`] (a test keeps them so).
+const BASIS_KEYS: &[&str] = &[
+    "startup",
+    "activation",
+    "rendered",
+    "section",
+    "prompt",
+    "diagnostics",
+    "blocked",
+    "escaped",
+    "failed",
+    "section.rewritten",
+    "section.files",
+    "section.omitted",
+    "section.text",
+    "diagnostics.path",
+];
+
 /// A step's basis: one for all its expectations, or one per expectation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
@@ -740,8 +765,8 @@ impl<'de> Deserialize<'de> for BasisSpec {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BasisSpec, A::Error> {
                 let mut out = BTreeMap::new();
                 while let Some(key) = map.next_key::<String>()? {
-                    if !EXPECTATIONS.contains(&key.as_str()) {
-                        return Err(de::Error::unknown_field(&key, EXPECTATIONS));
+                    if !BASIS_KEYS.contains(&key.as_str()) {
+                        return Err(de::Error::unknown_field(&key, BASIS_KEYS));
                     }
                     let basis: Basis = map.next_value()?;
                     out.insert(key, basis);
@@ -773,8 +798,24 @@ impl Scenario {
     pub fn basis_of(&self, expect: &Expect, what: &str) -> Option<Basis> {
         match &expect.basis {
             Some(BasisSpec::All(b)) => Some(b.clone()),
-            Some(BasisSpec::Each(m)) => m.get(what).cloned().or_else(|| self.case_basis()),
+            Some(BasisSpec::Each(m)) => m
+                .get(what)
+                .or_else(|| what.split_once('.').and_then(|(expectation, _)| m.get(expectation)))
+                .cloned()
+                .or_else(|| self.case_basis()),
             None => self.case_basis(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_basis_keys_are_the_expectations_then_their_facets() {
+        let both: Vec<&str> = EXPECTATIONS.iter().chain(FACETS).copied().collect();
+        assert_eq!(BASIS_KEYS, both.as_slice());
+        assert!(FACETS.iter().all(|f| f.split_once('.').is_some_and(|(e, _)| EXPECTATIONS.contains(&e))));
     }
 }
