@@ -7,10 +7,12 @@
 //! Every difference carries the basis of what it contradicts: the expectation's own (a seed
 //! sentence or a decision), or, for the facets the seeds leave to the implementation and this
 //! suite settles, the decision that settles them — the suite's diagnostic codes (D-CODE-1), the
-//! lines of frontmatter diagnostics (D-FM-11), the layout of a section's text (D-SEC-RENDER-1)
-//! and of the root file's section (D-RF-RENDER-1). What the seeds leave to the implementation and
-//! no decision settles — default texts, the closing line's and the continuation line's wording,
-//! messages — is never compared as a literal.
+//! lines of frontmatter diagnostics (D-FM-11), the whitespace around sent content (D-CONTENT-1),
+//! the layout of a section's text (D-SEC-RENDER-1) and of the root file's section
+//! (D-RF-RENDER-1). The section text's own seed facets (its ceiling, its headers, whole content,
+//! what does not fit named) are checked on the observed text whatever its layout. What the seeds
+//! leave to the implementation and no decision settles — default texts, the closing line's and the
+//! continuation line's wording, messages — is never compared as a literal.
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -29,6 +31,8 @@ const CODES_DECISION: &str = "D-CODE-1";
 const LINES_DECISION: &str = "D-FM-11";
 /// The decision that lays out the rendered envelopes.
 const RENDER_DECISION: &str = "D-RENDER-2";
+/// The decision that sends content byte for byte, its leading and trailing whitespace included.
+const CONTENT_DECISION: &str = "D-CONTENT-1";
 
 /// One difference, with both sides rendered for a side-by-side report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -132,14 +136,41 @@ impl Cmp {
                 },
                 _ => full,
             };
+            // A difference in leading or trailing whitespace alone is D-CONTENT-1's: no seed
+            // sentence says what whitespace the sent content keeps.
+            let on = |whitespace: bool, basis: &Basis| {
+                if whitespace {
+                    Basis::Decision(CONTENT_DECISION.into())
+                } else {
+                    basis.clone()
+                }
+            };
             if let Some(c) = e.content {
-                self.eq(format!("{name}[{i}].content"), c, content);
+                if c != content {
+                    let basis = on(c.trim() == content.trim(), &self.basis);
+                    self.push_on(basis, format!("{name}[{i}].content"), c, content);
+                }
             }
             if let Some(h) = e.sha256 {
-                self.eq(format!("{name}[{i}].sha256"), h, &sha256_hex(content));
+                let got = sha256_hex(content);
+                if h != got {
+                    let whitespace = match e.content {
+                        Some(c) => c.trim() == content.trim(),
+                        None => final_whitespace_variants(content).iter().any(|v| sha256_hex(v) == h),
+                    };
+                    let basis = on(whitespace, &self.basis);
+                    self.push_on(basis, format!("{name}[{i}].sha256"), h, got);
+                }
             }
         }
     }
+}
+
+/// What `content` would be with its final whitespace spelled otherwise: where a case gives only a
+/// hash, these are the differences a hash can still show to be whitespace alone.
+fn final_whitespace_variants(content: &str) -> [String; 5] {
+    let end = content.trim_end();
+    [format!("{content}\n"), format!("{content}\r\n"), end.to_string(), format!("{end}\n"), format!("{end}\r\n")]
 }
 
 /// The content before a last line that mentions `fs-read` (the root-file profile's continuation
@@ -299,22 +330,20 @@ fn layout_basis(expect: &Expect, what: &str, layout: &str) -> Basis {
 }
 
 /// The default texts that a section text may name: `{intro}` and `{retraction}` stand for the
-/// case's own option where it sets one, else for the implementation's declared default.
-fn section_text(ctx: &Context<'_>, text: &str) -> Result<String, String> {
+/// case's own option where it sets one, else for the implementation's declared default. A slot
+/// with neither is left in the text, for [`layout_facet`] to compare around.
+fn section_text(ctx: &Context<'_>, text: &str) -> String {
     let options = ctx.scenario.options.as_ref();
     let mut out = text.replace("{sandbox}", ctx.sandbox);
     for (slot, own, default) in [
         ("{intro}", options.and_then(|o| o.intro.as_ref()), ctx.hello.defaults.intro.as_ref()),
         ("{retraction}", options.and_then(|o| o.retraction_text.as_ref()), ctx.hello.defaults.retraction_text.as_ref()),
     ] {
-        if out.contains(slot) {
-            match own.or(default) {
-                Some(t) => out = out.replace(slot, t),
-                None => return Err(format!("the implementation declares no default for {slot}")),
-            }
+        if let Some(t) = own.or(default) {
+            out = out.replace(slot, t);
         }
     }
-    Ok(out)
+    out
 }
 
 /// The parts of the system prompts of the case's kind (D-RF-PROMPT-1): at least one prompt of
@@ -453,8 +482,11 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
                     cmp.eq("section.omitted".into(), &want.join("\n"), &got.omitted.join("\n"));
                 }
                 cmp.basis = basis("section");
-                if let Some(text) = &section.text {
-                    text_facet(&mut cmp, ctx, expect, text, &got.text, section.omitted.as_deref());
+                if s.profile == "section" {
+                    section_facets(&mut cmp, ctx, expect, section, got);
+                } else if let Some(text) = &section.text {
+                    let want = section_text(ctx, text);
+                    layout_facet(&mut cmp, ctx, expect, &want, &got.text, section.omitted.as_deref());
                 }
             }
         }
@@ -509,34 +541,232 @@ fn told_facet(cmp: &mut Cmp, field: &str, want: bool, got: Option<&str>, yes: &s
     }
 }
 
+/// The line that introduces a file (seed 002, "Rendering"): "each file introduced by
+/// Instructions from: <path relative to the project root>".
+const HEADER: &str = "Instructions from: ";
+/// `maxBytes`'s default (seed 002, "Options": "maxBytes | 65536 | Total UTF-8 ceiling for the
+/// rendered section").
+const DEFAULT_MAX_BYTES: u64 = 65_536;
+
+/// A file's text as the seed's sentences see it: "Content is admitted whole" says nothing of a
+/// leading BOM, line endings or the whitespace around it, which are the layout's (D-SEC-DIR-2,
+/// D-SEC-RENDER-1), so the structural facets compare content with those taken away.
+fn bare(text: &str) -> String {
+    text.strip_prefix('\u{feff}').unwrap_or(text).replace("\r\n", "\n").trim().to_string()
+}
+
+/// Whether a path in a header is the project's (relative), not the global file's (absolute).
+fn is_relative(path: &str) -> bool {
+    !(path.starts_with('/') || path.starts_with('\\') || path.get(1..3) == Some(":/") || path.get(1..3) == Some(":\\"))
+}
+
+/// The files an expected text in D-SEC-RENDER-1's layout admits: each header's path and the
+/// content that follows it, up to the next header or the end (a `{closing}` is already cut off).
+fn expected_blocks(text: &str) -> Vec<(String, String)> {
+    let sep = format!("\n\n{HEADER}");
+    let mut out = Vec::new();
+    let mut rest = match text.find(&sep) {
+        Some(i) => &text[i + 2..],
+        None if text.starts_with(HEADER) => text,
+        None => return out,
+    };
+    while let Some(after) = rest.strip_prefix(HEADER) {
+        let (line, body) = after.split_once('\n').unwrap_or((after, ""));
+        let end = body.find(&sep).unwrap_or(body.len());
+        out.push((line.to_string(), body[..end].to_string()));
+        rest = body.get(end + 2..).unwrap_or("");
+    }
+    out
+}
+
+/// The header lines of an observed text: each line that begins with [`HEADER`], as (the path it
+/// names, the byte offset where the line ends).
+fn observed_headers(text: &str) -> Vec<(&str, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let end = at + line.len();
+        if let Some(path) = line.strip_prefix(HEADER) {
+            out.push((path.trim_end_matches(['\n', '\r']), end));
+        }
+        at = end;
+    }
+    out
+}
+
+/// The section profile's facets of the section text. The seed's own are checked on the observed
+/// text whatever its wording (seed 002, "Rendering", "Options"):
+///
+/// - its UTF-8 length is at most `maxBytes` ("Total UTF-8 ceiling for the rendered section");
+/// - every file the implementation reports as rendered has its header line
+///   ("each file introduced by Instructions from: <path relative to the project root>");
+/// - every file it admits has its content whole after its header ("Content is admitted whole");
+/// - every file the case or the implementation leaves out is named after the last admitted block
+///   ("anything that does not fit is named in a closing line rather than silently cut");
+///
+/// which files are introduced, and in what order, is the files facet's (`section.files`: the
+/// case's basis, since the budget's choices are D-SEC-BUDGET-4's); the exact text is the
+/// layout's ([`layout_facet`]).
+fn section_facets(
+    cmp: &mut Cmp,
+    ctx: &Context<'_>,
+    expect: &Expect,
+    section: &crate::scenario::ExpectSection,
+    got: &crate::wire::WireSection,
+) {
+    let s = ctx.scenario;
+    let basis = |what: &str| s.basis_of(expect, what).unwrap_or(Basis::Seed);
+    let text = got.text.as_str();
+    // Where a step states the budget's basis, the two sentences cannot both hold there: the
+    // decision says which yields, so the ceiling is left to the files and layout facets.
+    let stated = Scenario::stated_basis(expect, "section.budget");
+    let max = s.options.as_ref().and_then(|o| o.max_bytes).unwrap_or(DEFAULT_MAX_BYTES);
+    if stated.is_none() && text.len() as u64 > max {
+        cmp.push_on(
+            Basis::Seed,
+            "section.text (UTF-8 length)",
+            format!("at most {max} bytes (maxBytes: \"Total UTF-8 ceiling for the rendered section\")"),
+            format!("{} bytes", text.len()),
+        );
+    }
+    let headers = observed_headers(text);
+    let introduced = |path: &str| headers.iter().any(|(p, _)| *p == path);
+    let unheaded: Vec<&str> =
+        got.files.iter().map(String::as_str).filter(|f| is_relative(f) && !introduced(f)).collect();
+    if !unheaded.is_empty() {
+        cmp.push_on(
+            Basis::Seed,
+            "section.text (headers)",
+            unheaded.iter().map(|f| format!("a line \"{HEADER}{f}\"")).collect::<Vec<_>>().join("; "),
+            format!("no such line for {} it reports as rendered", unheaded.join(", ")),
+        );
+    }
+    let want = section.text.as_deref().map(|t| section_text(ctx, t));
+    let want_body = want.as_deref().map(|w| {
+        let w = w.strip_suffix("{closing}").unwrap_or(w);
+        w.strip_prefix("{intro}").unwrap_or(w)
+    });
+    let blocks = want_body.map(expected_blocks).unwrap_or_default();
+    // Which files the text introduces, in order: told here only where the reported list does not
+    // already tell the same difference.
+    let want_paths: Vec<&str> = blocks.iter().map(|(p, _)| p.as_str()).filter(|p| is_relative(p)).collect();
+    let got_paths: Vec<&str> = headers.iter().map(|(p, _)| *p).filter(|p| is_relative(p)).collect();
+    let reported: Vec<&str> = got.files.iter().map(String::as_str).filter(|p| is_relative(p)).collect();
+    // Nor where the headers facet already told that the text does not introduce what it renders.
+    let told = (section.files.is_some() && reported == got_paths) || !unheaded.is_empty();
+    if want.is_some() && want_paths != got_paths && !told {
+        cmp.push_on(
+            basis("section.files"),
+            "section.text (files introduced, in order)",
+            format!("[{}]", want_paths.join(", ")),
+            format!("[{}]", got_paths.join(", ")),
+        );
+    }
+    // Each admitted file whole after its header; the end of the last admitted block.
+    let mut after_blocks = 0;
+    for (i, (path, at)) in headers.iter().enumerate() {
+        let next = headers.get(i + 1).map_or(text.len(), |(_, end)| {
+            text[..*end].trim_end_matches(['\n', '\r']).rfind('\n').map_or(0, |n| n + 1)
+        });
+        let block = text.get(*at..next.max(*at)).unwrap_or("");
+        let end_of_content = match blocks.iter().find(|(p, _)| p == path) {
+            Some((_, content)) => {
+                let (want_c, got_c) = (bare(content), bare(block));
+                if !got_c.starts_with(&want_c) {
+                    cmp.push_on(Basis::Seed, format!("section.text (content under \"{HEADER}{path}\")"), want_c, got_c);
+                    *at
+                } else {
+                    // Past the content as the observation spells it (its own BOM, line endings).
+                    let body = block.trim_start();
+                    let body = body.strip_prefix('\u{feff}').map_or(body, str::trim_start);
+                    *at + (block.len() - body.len()) + content_len(body, &want_c)
+                }
+            }
+            None => *at,
+        };
+        after_blocks = after_blocks.max(end_of_content);
+    }
+    let mut left_out: Vec<String> = section
+        .omitted
+        .iter()
+        .flatten()
+        .map(|f| f.replace("{sandbox}", ctx.sandbox))
+        .chain(got.omitted.iter().cloned())
+        .filter(|f| !introduced(f))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    left_out.retain(|f| seen.insert(f.clone()));
+    let tail = text.get(after_blocks..).unwrap_or("");
+    let unnamed: Vec<&str> = left_out.iter().map(String::as_str).filter(|f| !tail.contains(f)).collect();
+    if !unnamed.is_empty() {
+        let shown = if text.is_empty() { "nothing rendered".to_string() } else { format!("{tail:?}") };
+        cmp.push_on(
+            stated.unwrap_or(Basis::Seed),
+            "section.text (files left out, named in a closing line)",
+            format!("a closing line naming {}", unnamed.join(", ")),
+            shown,
+        );
+    }
+    if let Some(w) = &want {
+        layout_facet(cmp, ctx, expect, w, text, section.omitted.as_deref());
+    }
+}
+
+/// The length, in `text`'s own bytes, of its prefix that reads as `want` once its CRLFs are LFs
+/// (`want` is a prefix of that reading).
+fn content_len(text: &str, want: &str) -> usize {
+    let (mut seen, mut len) = (0, 0);
+    let bytes = text.as_bytes();
+    while seen < want.len() && len < bytes.len() {
+        if bytes.get(len..len + 2) == Some(b"\r\n") {
+            len += 1;
+        }
+        len += 1;
+        seen += 1;
+    }
+    len
+}
+
 /// The section's exact text. Its layout is a decision (the section profile's D-SEC-RENDER-1, the
 /// root file's D-RF-RENDER-1); `{closing}` at its end stands for the closing line, whose wording is
-/// the implementation's: the observed text must go on from there and name every omitted file.
-fn text_facet(cmp: &mut Cmp, ctx: &Context<'_>, expect: &Expect, text: &str, got: &str, omitted: Option<&[String]>) {
+/// the implementation's: the observed text must go on from there and name every omitted file. A
+/// leading `{intro}` that the implementation declares no default for stands for whatever text
+/// comes before the rest, which is still compared.
+fn layout_facet(cmp: &mut Cmp, ctx: &Context<'_>, expect: &Expect, want: &str, got: &str, omitted: Option<&[String]>) {
     let decision = if ctx.scenario.profile == "root-file" { "D-RF-RENDER-1" } else { "D-SEC-RENDER-1" };
     let basis = layout_basis(expect, "section.text", decision);
     // Empty text (no section at all) is no layout: it is the expectation's own.
-    let basis = if text.is_empty() { cmp.basis.clone() } else { basis };
-    let want = match section_text(ctx, text) {
-        Ok(w) => w,
-        // A default the implementation does not declare cannot be compared.
-        Err(_) => return,
+    let basis = if want.is_empty() { cmp.basis.clone() } else { basis };
+    let (any_intro, want) = match want.strip_prefix("{intro}") {
+        Some(rest) => (true, rest),
+        None => (false, want),
     };
-    match want.strip_suffix("{closing}") {
-        Some(prefix) => {
-            let rest = got.strip_prefix(prefix);
-            let names_all = rest.is_some_and(|r| {
-                omitted.unwrap_or_default().iter().all(|f| r.contains(&f.replace("{sandbox}", ctx.sandbox)))
-            });
-            if !names_all {
-                cmp.push_on(basis, "section.text", format!("{prefix}<a closing line naming every omitted file>"), got);
-            }
+    if want == "{retraction}" {
+        // No default declared: the text is wholly the implementation's; only that one is written.
+        if got.is_empty() {
+            cmp.push_on(cmp.basis.clone(), "section.text", "the retraction text", "nothing");
         }
-        None => {
-            if want != got {
-                cmp.push_on(basis, "section.text", want, got);
-            }
-        }
+        return;
+    }
+    if want.contains("{intro}") || want.contains("{retraction}") {
+        // A default the implementation does not declare, inside the text: nothing to compare it to.
+        return;
+    }
+    let names_all =
+        |rest: &str| omitted.unwrap_or_default().iter().all(|f| rest.contains(&f.replace("{sandbox}", ctx.sandbox)));
+    let holds = match want.strip_suffix("{closing}") {
+        Some(prefix) if any_intro => got.match_indices(prefix).any(|(i, _)| names_all(&got[i + prefix.len()..])),
+        Some(prefix) => got.strip_prefix(prefix).is_some_and(names_all),
+        None if any_intro => got.ends_with(want),
+        None => got == want,
+    };
+    if !holds {
+        let intro = if any_intro { "<its intro>" } else { "" };
+        let shown = match want.strip_suffix("{closing}") {
+            Some(prefix) => format!("{intro}{prefix}<a closing line naming every omitted file>"),
+            None => format!("{intro}{want}"),
+        };
+        cmp.push_on(basis, "section.text", shown, got);
     }
 }
 
@@ -715,6 +945,118 @@ mod tests {
         let got = run(&s, &hello(), e, &obs);
         assert!(got.iter().any(|m| m.field == "section.text" && m.basis == Basis::Decision("D-SEC-RENDER-1".into())));
         assert!(got.iter().any(|m| m.field == "section.omitted" && m.basis == Basis::Seed));
+    }
+
+    fn section_case(basis: &str, options: &str) -> Scenario {
+        let mut s = scenario("section", basis);
+        s.options = Some(reference::yaml::from_str(options).unwrap());
+        s
+    }
+
+    fn section_obs(text: &str, files: &[&str], omitted: &[&str]) -> Observation {
+        Observation {
+            section: Some(WireSection {
+                text: text.into(),
+                rewritten: true,
+                files: files.iter().map(|f| f.to_string()).collect(),
+                omitted: omitted.iter().map(|f| f.to_string()).collect(),
+            }),
+            ..Observation::default()
+        }
+    }
+
+    /// The facets that failed, with their bases.
+    fn failed(got: &[Mismatch]) -> Vec<(&str, String)> {
+        got.iter().map(|m| (m.field.as_str(), m.basis.to_string())).collect()
+    }
+
+    const BUDGET: &str = "section: {text: \"I.\\n\\nInstructions from: a\\n\\nA{closing}\", files: [a], omitted: [b]}";
+
+    /// The four kinds of real deviation from seed 002's budget sentences are seed violations in a
+    /// case whose own basis is a decision (issue 22): over the ceiling, a left-out file named
+    /// nowhere, nothing rendered when nothing fits; a changed layout is the decision's alone.
+    #[rstest::rstest]
+    #[case::conforming("I.\n\nInstructions from: a\n\nA\n\n(b left out)", &["a"], &["b"], &[])]
+    #[case::closing_line_dropped("I.\n\nInstructions from: a\n\nA", &["a"], &["b"], &[
+        ("section.text (files left out, named in a closing line)", "seed"), ("section.text", "D-SEC-RENDER-1")])]
+    #[case::named_before_the_blocks("I.\n\n(b left out)\n\nInstructions from: a\n\nA", &["a"], &["b"], &[
+        ("section.text (files left out, named in a closing line)", "seed"), ("section.text", "D-SEC-RENDER-1")])]
+    #[case::nothing_rendered("", &[], &[], &[
+        ("section.files", "D-X"), ("section.omitted", "D-X"),
+        ("section.text (files left out, named in a closing line)", "seed"), ("section.text", "D-SEC-RENDER-1")])]
+    #[case::over_the_ceiling("I.\n\nInstructions from: a\n\nA\n\n(b left out) and more words", &["a"], &["b"], &[
+        ("section.text (UTF-8 length)", "seed")])]
+    #[case::another_header_form("I.\n\n## a\n\nA\n\n(b left out)", &["a"], &["b"], &[
+        ("section.text (headers)", "seed"), ("section.text", "D-SEC-RENDER-1")])]
+    #[case::content_cut("I.\n\nInstructions from: a\n\nB\n\n(b left out)", &["a"], &["b"], &[
+        ("section.text (content under \"Instructions from: a\")", "seed"), ("section.text", "D-SEC-RENDER-1")])]
+    #[case::another_layout("I.\nInstructions from: a\nA\n(b left out)\n", &["a"], &["b"], &[("section.text", "D-SEC-RENDER-1")])]
+    fn the_seed_facets_of_a_section_text_are_checked_on_the_text(
+        #[case] text: &str,
+        #[case] files: &[&str],
+        #[case] omitted: &[&str],
+        #[case] want: &[(&str, &str)],
+    ) {
+        let s = section_case("D-X", "{max_bytes: 48, intro: I.}");
+        let got = run(&s, &hello(), BUDGET, &section_obs(text, files, omitted));
+        let want: Vec<(&str, String)> = want.iter().map(|(f, b)| (*f, b.to_string())).collect();
+        assert_eq!(failed(&got), want, "{got:#?}");
+    }
+
+    /// Where a step states the budget's basis (the ceiling and the naming cannot both hold), the
+    /// ceiling is left to the other facets and the naming is that decision's.
+    #[test]
+    fn a_stated_budget_basis_yields_the_ceiling() {
+        let s = section_case("D-X", "{max_bytes: 4, intro: I.}");
+        let e = format!("basis: {{section.budget: D-X}}\n{BUDGET}");
+        let over = section_obs("I.\n\nInstructions from: a\n\nA\n\n(b left out)", &["a"], &["b"]);
+        assert!(run(&s, &hello(), &e, &over).is_empty());
+        let unnamed = section_obs("I.\n\nInstructions from: a\n\nA", &["a"], &["b"]);
+        let got = run(&s, &hello(), &e, &unnamed);
+        assert!(failed(&got).contains(&("section.text (files left out, named in a closing line)", "D-X".into())));
+    }
+
+    /// Content that differs only in the whitespace around it is never a seed violation: in a
+    /// section text it is the layout's, in a file's content D-CONTENT-1's.
+    #[test]
+    fn whitespace_around_content_is_a_decision_difference() {
+        let s = section_case("seed", "{intro: I.}");
+        let e = "section: {text: \"I.\\n\\nInstructions from: a\\n\\nA\\n  B\", files: [a]}";
+        let got = run(&s, &hello(), e, &section_obs("I.\n\nInstructions from: a\n\n  A\n  B  \n", &["a"], &[]));
+        assert_eq!(failed(&got), [("section.text", "D-SEC-RENDER-1".to_string())]);
+        let m = scenario("modules", "seed");
+        let file = |content: &str| Observation {
+            startup: Some(vec![WireFile {
+                path: "AGENTS.md".into(),
+                kind: "root".into(),
+                sha256: sha256_hex(content),
+                content: content.into(),
+            }]),
+            ..Observation::default()
+        };
+        let e = "startup: [{path: AGENTS.md, content: \"a\\n\"}]";
+        assert_eq!(failed(&run(&m, &hello(), e, &file("a"))), [("startup[0].content", "D-CONTENT-1".to_string())]);
+        assert_eq!(failed(&run(&m, &hello(), e, &file("b\n"))), [("startup[0].content", "seed".to_string())]);
+        // A hash alone: a final newline dropped is still told as whitespace.
+        let e = format!("startup: [{{path: AGENTS.md, sha256: {}}}]", sha256_hex("a\n"));
+        assert_eq!(failed(&run(&m, &hello(), &e, &file("a"))), [("startup[0].sha256", "D-CONTENT-1".to_string())]);
+        assert_eq!(failed(&run(&m, &hello(), &e, &file("b"))), [("startup[0].sha256", "seed".to_string())]);
+    }
+
+    /// With no default declared, `{intro}` stands for whatever comes first, and the rest of the
+    /// text is still compared.
+    #[test]
+    fn the_text_after_an_undeclared_intro_is_compared() {
+        let s = section_case("seed", "{}");
+        let mut bare = hello();
+        bare.defaults = crate::wire::Defaults::default();
+        let e = "section: {text: \"{intro}\\n\\nInstructions from: a\\n\\nA\", files: [a]}";
+        assert!(run(&s, &bare, e, &section_obs("Theirs.\n\nInstructions from: a\n\nA", &["a"], &[])).is_empty());
+        let got = run(&s, &bare, e, &section_obs("Theirs.\n\nInstructions from: a\n\nA\n", &["a"], &[]));
+        assert_eq!(failed(&got), [("section.text", "D-SEC-RENDER-1".to_string())]);
+        let e = "section: {text: \"{intro}\\n\\nInstructions from: a\\n\\nA{closing}\", omitted: [b]}";
+        let named = section_obs("Theirs.\n\nInstructions from: a\n\nA\n\nb is out", &["a"], &["b"]);
+        assert!(run(&s, &bare, e, &named).is_empty());
     }
 
     #[test]

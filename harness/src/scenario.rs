@@ -719,9 +719,11 @@ pub const EXPECTATIONS: &[&str] =
 /// The facets of an expectation whose basis a step may set apart from the expectation's own
 /// (`expectation.facet`): a facet not stated takes its expectation's basis. `section.text` is the
 /// exact text's layout; `diagnostics.path` is which path a diagnostic names when the step reports
-/// its code for another one.
+/// its code for another one. `section.budget` is the two budget sentences of seed 002 (the
+/// ceiling, and that what does not fit is named), checked on every section text: it is the seed's
+/// unless a step states it, which a case does only where the two cannot both hold.
 pub const FACETS: &[&str] =
-    &["section.rewritten", "section.files", "section.omitted", "section.text", "diagnostics.path"];
+    &["section.rewritten", "section.files", "section.omitted", "section.text", "section.budget", "diagnostics.path"];
 
 /// Every key of a step's basis map: [`EXPECTATIONS`], then [`FACETS`] (a test keeps them so).
 const BASIS_KEYS: &[&str] = &[
@@ -738,6 +740,7 @@ const BASIS_KEYS: &[&str] = &[
     "section.files",
     "section.omitted",
     "section.text",
+    "section.budget",
     "diagnostics.path",
 ];
 
@@ -790,6 +793,14 @@ impl Scenario {
         match (seeds, decisions.first()) {
             (true, None) => Some(Basis::Seed),
             (false, Some(d)) => Some(Basis::Decision((*d).clone())),
+            _ => None,
+        }
+    }
+
+    /// The basis a step states for `what` itself, and for nothing else (no fallback).
+    pub fn stated_basis(expect: &Expect, what: &str) -> Option<Basis> {
+        match &expect.basis {
+            Some(BasisSpec::Each(m)) => m.get(what).cloned(),
             _ => None,
         }
     }
