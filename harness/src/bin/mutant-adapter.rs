@@ -16,7 +16,12 @@
 //! `details.fileAccess`); `leak-canaries` (reads every file of the sandbox the case's root
 //! lies in at `open`, and shows each canary it finds there in the observation of every `touch`,
 //! as a loader that read what it must not would: the suite must flag each leak, labelled by the
-//! case's `canary_basis`).
+//! case's `canary_basis`); `section-append-4k` (4 KiB appended to every section text that is not
+//! empty); `section-drop-closing` (a section text that names files it left out loses its last
+//! paragraph, the closing line); `strip-final-newline` (each file's sent content, and the section
+//! text, without its final newline, hashed as sent). The first two violate seed 002's budget
+//! sentences and must fail `--level seed`; the last differs only from D-CONTENT-1 and the layout
+//! decisions, and must pass it (harness/tests/verdict_strength.rs).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -35,6 +40,9 @@ const BUGS: &[&str] = &[
     "crlf",
     "tool-name-trigger",
     "leak-canaries",
+    "section-append-4k",
+    "section-drop-closing",
+    "strip-final-newline",
 ];
 
 fn main() -> ExitCode {
@@ -198,6 +206,39 @@ fn mutate(bug: &str, request: &Value, reply: &mut Value) {
             if let Some(Value::Array(diags)) = obs.get_mut("diagnostics") {
                 if !diags.is_empty() {
                     diags.remove(0);
+                }
+            }
+        }
+        "section-append-4k" => {
+            if let Some(Value::String(text)) = obs.pointer_mut("/section/text") {
+                if !text.is_empty() {
+                    text.push_str(&format!("\n\n{}", "x".repeat(4096)));
+                }
+            }
+        }
+        "section-drop-closing" => {
+            let names_some = obs.pointer("/section/omitted").and_then(Value::as_array).is_some_and(|o| !o.is_empty());
+            if let Some(Value::String(text)) = obs.pointer_mut("/section/text") {
+                if let Some(at) = text.rfind("\n\n").filter(|_| names_some) {
+                    text.truncate(at);
+                }
+            }
+        }
+        "strip-final-newline" => {
+            for list in ["/startup", "/activation/modules"] {
+                if let Some(Value::Array(files)) = obs.pointer_mut(list) {
+                    for f in files {
+                        if let Some(content) = f.get("content").and_then(Value::as_str) {
+                            let stripped = content.strip_suffix('\n').unwrap_or(content).to_string();
+                            f["sha256"] = Value::String(sha256_hex(&stripped));
+                            f["content"] = Value::String(stripped);
+                        }
+                    }
+                }
+            }
+            if let Some(Value::String(text)) = obs.pointer_mut("/section/text") {
+                if text.ends_with('\n') {
+                    text.pop();
                 }
             }
         }
