@@ -245,7 +245,14 @@ impl ProcessAdapter {
             return Err(self.fail(Failure::Garbage(format!("a reply with seq {got} to request {seq}{error}"))));
         }
         if !reply.ok {
-            return Err(ImplError::Refused(reply.error.unwrap_or_else(|| "failed without an error message".into())));
+            let error = reply.error.unwrap_or_else(|| "failed without an error message".into());
+            return Err(match reply.refused_option {
+                Some(option) => ImplError::OptionRefused {
+                    option: crate::escape::cut(&option, crate::escape::FIELD_MAX).into_owned(),
+                    error,
+                },
+                None => ImplError::Refused(error),
+            });
         }
         Ok(reply)
     }

@@ -10,6 +10,15 @@ use crate::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};
 pub enum ImplError {
     /// The implementation answered the request with an error: the case is ERROR.
     Refused(String),
+    /// The implementation does not take the value the case sets for one of its options
+    /// (`refused_option` in an `open` reply): a difference on the case's basis, not an ERROR,
+    /// where the case sets that option.
+    OptionRefused {
+        /// The option, as the case names it (`max_nested_dirs`).
+        option: String,
+        /// Why, in the implementation's words.
+        error: String,
+    },
     /// The process exited, or wrote something that is not a reply: the case is CRASH.
     Crash {
         /// What went wrong.
@@ -31,6 +40,7 @@ impl std::fmt::Display for ImplError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ImplError::Refused(m) => write!(f, "implementation error: {m}"),
+            ImplError::OptionRefused { option, error } => write!(f, "implementation refused option {option}: {error}"),
             ImplError::Crash { reason, stderr } => write!(f, "crash: {reason}\nstderr tail:\n{stderr}"),
             ImplError::Timeout { stderr } => write!(f, "timeout\nstderr tail:\n{stderr}"),
             ImplError::Fatal(m) => write!(f, "fatal: {m}"),

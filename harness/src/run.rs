@@ -553,7 +553,19 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
     let mut whole = whole.map(Vec::into_iter);
     if whole.is_none() {
         if let Err(e) = imp.open(&running.open) {
-            set_error(&mut result, "open", &e);
+            match refused_option(s, &e) {
+                Some(m) => {
+                    let action = s.steps.first().map_or("start", |st| action_name(&st.action)).to_string();
+                    record(&mut result, ctx.level, 0, &action, std::slice::from_ref(&m));
+                    result.steps.push(StepResult {
+                        index: 0,
+                        action,
+                        observation: Observation::default(),
+                        mismatches: vec![m],
+                    });
+                }
+                None => set_error(&mut result, "open", &e),
+            }
             result.millis = started.elapsed().as_millis();
             return result;
         }
@@ -639,10 +651,25 @@ fn record(result: &mut CaseResult, level: Level, index: usize, action: &str, mis
     }
 }
 
+/// An option the case sets that the implementation refused to take at `open`: a difference on the
+/// case's basis (the meaning the case gives that value rests on it), told at the first step. An
+/// option the case does not set is no answer to it: the case is ERROR.
+fn refused_option(s: &Scenario, e: &ImplError) -> Option<Mismatch> {
+    let ImplError::OptionRefused { option, error } = e else { return None };
+    let options = serde_json::to_value(s.options.as_ref()?).ok()?;
+    let value = options.get(option).filter(|v| !v.is_null())?;
+    Some(Mismatch {
+        field: format!("options.{option}"),
+        expected: format!("{option}: {value} taken"),
+        actual: format!("refused: {}", crate::escape::cut(error, crate::escape::REASON_MAX)),
+        basis: s.case_basis().unwrap_or(Basis::Seed),
+    })
+}
+
 fn set_error(result: &mut CaseResult, at: &str, e: &ImplError) {
     result.fatal = matches!(e, ImplError::Fatal(_));
     result.status = match e {
-        ImplError::Refused(_) => Status::Error,
+        ImplError::Refused(_) | ImplError::OptionRefused { .. } => Status::Error,
         ImplError::Crash { .. } | ImplError::Fatal(_) => Status::Crash,
         ImplError::Timeout { .. } => Status::Timeout,
     };

@@ -680,6 +680,10 @@ pub struct Reply {
     /// Why the request failed (with `ok: false`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// With `ok: false` to an `open`: the option (as the case names it) whose value the
+    /// implementation does not take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused_option: Option<String>,
 }
 
 /// Marks `seq` required in [`Reply`]'s schema: every reply has one, if only null, but an
@@ -730,7 +734,7 @@ pub struct OneShotReply {
 /// output (harness/PROTOCOL.md).
 #[derive(schemars::JsonSchema)]
 #[schemars(untagged, title = "Adapter protocol 2")]
-#[allow(dead_code)] // Only its schema is used.
+#[allow(dead_code, clippy::large_enum_variant)] // Only its schema is used; it is never built.
 enum Message {
     Request(Request),
     Reply(Reply),

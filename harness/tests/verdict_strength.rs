@@ -69,3 +69,17 @@ fn a_stripped_final_newline_differs_only_from_decisions() {
         .collect();
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+/// A loader that refuses a zero option at construction (seed 002's own package throws "must be a
+/// positive finite number") differs from the decision that gives 0 its meaning: a FAIL on the
+/// case's basis, which `--level seed` does not gate, never an ERROR.
+#[test]
+fn a_refused_zero_option_differs_from_its_decision() {
+    let (code, report) = run("refuse-zero-options", &["--filter", "s-sub-015"]);
+    assert_eq!(code, 1);
+    let failed = failures(&report);
+    assert_eq!(failed.len(), 1, "{report}");
+    assert!(failed[0].1.contains("options.max_nested_dirs differs from decision"), "{failed:?}");
+    let (code, _) = run("refuse-zero-options", &["--filter", "s-sub-015", "--level", "seed"]);
+    assert_eq!(code, 0);
+}

@@ -21,7 +21,9 @@
 //! paragraph, the closing line); `strip-final-newline` (each file's sent content, and the section
 //! text, without its final newline, hashed as sent). The first two violate seed 002's budget
 //! sentences and must fail `--level seed`; the last differs only from D-CONTENT-1 and the layout
-//! decisions, and must pass it (harness/tests/verdict_strength.rs).
+//! decisions, and must pass it (harness/tests/verdict_strength.rs); `refuse-zero-options` (an
+//! `open` whose options set a number to 0 is refused with `refused_option`, as seed 002's own
+//! package refuses one at construction: a difference from the decision that gives 0 its meaning).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -43,6 +45,7 @@ const BUGS: &[&str] = &[
     "section-append-4k",
     "section-drop-closing",
     "strip-final-newline",
+    "refuse-zero-options",
 ];
 
 fn main() -> ExitCode {
@@ -89,6 +92,13 @@ fn proxy(bug: &str, command: &str) -> io::Result<()> {
         }
         if bug == "tool-name-trigger" {
             trigger_on_tool_name(&mut request);
+        }
+        if bug == "refuse-zero-options" {
+            if let Some(reply) = refuse_zero(&request) {
+                writeln!(out, "{reply}")?;
+                out.flush()?;
+                continue;
+            }
         }
         writeln!(to_child, "{}", if request.is_null() { line.clone() } else { request.to_string() })?;
         to_child.flush()?;
@@ -144,6 +154,21 @@ fn sandbox_canaries(dir: &std::path::Path) -> Vec<String> {
     found.sort();
     found.dedup();
     found
+}
+
+/// The refusal of an `open` whose options set a number to 0, naming the option.
+fn refuse_zero(request: &Value) -> Option<Value> {
+    if request.get("type").and_then(Value::as_str) != Some("open") {
+        return None;
+    }
+    let options = request.pointer("/open/options")?.as_object()?;
+    let (name, _) = options.iter().find(|(_, v)| v.as_u64() == Some(0))?;
+    Some(json!({
+        "seq": request.get("seq").cloned().unwrap_or(Value::Null),
+        "ok": false,
+        "error": format!("{name} must be a positive finite number"),
+        "refused_option": name,
+    }))
 }
 
 /// A loader that decides triggering by the tool's name: read, write and edit that succeeded.
