@@ -617,11 +617,10 @@ fn section_facets(
     let s = ctx.scenario;
     let basis = |what: &str| s.basis_of(expect, what).unwrap_or(Basis::Seed);
     let text = got.text.as_str();
-    // Where a step states the budget's basis, the two sentences cannot both hold there: the
-    // decision says which yields, so the ceiling is left to the files and layout facets.
-    let stated = Scenario::stated_basis(expect, "section.budget");
+    // Where a step states the ceiling's basis, a decision lets the text exceed it (the ceiling and
+    // the naming cannot both hold there): the text is left to the files and layout facets.
     let max = s.options.as_ref().and_then(|o| o.max_bytes).unwrap_or(DEFAULT_MAX_BYTES);
-    if stated.is_none() && text.len() as u64 > max {
+    if Scenario::stated_basis(expect, "section.ceiling").is_none() && text.len() as u64 > max {
         cmp.push_on(
             Basis::Seed,
             "section.text (UTF-8 length)",
@@ -697,11 +696,15 @@ fn section_facets(
     let mut seen = std::collections::BTreeSet::new();
     left_out.retain(|f| seen.insert(f.clone()));
     let tail = text.get(after_blocks..).unwrap_or("");
-    let unnamed: Vec<&str> = left_out.iter().map(String::as_str).filter(|f| !tail.contains(f)).collect();
+    // The global file may be named by its file name: the absolute form is D-SEC-RENDER-1's.
+    let named = |f: &str| {
+        tail.contains(f) || (!is_relative(f) && f.rsplit(['/', '\\']).next().is_some_and(|n| tail.contains(n)))
+    };
+    let unnamed: Vec<&str> = left_out.iter().map(String::as_str).filter(|f| !named(f)).collect();
     if !unnamed.is_empty() {
         let shown = if text.is_empty() { "nothing rendered".to_string() } else { format!("{tail:?}") };
         cmp.push_on(
-            stated.unwrap_or(Basis::Seed),
+            Scenario::stated_basis(expect, "section.named").unwrap_or(Basis::Seed),
             "section.text (files left out, named in a closing line)",
             format!("a closing line naming {}", unnamed.join(", ")),
             shown,
@@ -1003,12 +1006,12 @@ mod tests {
         assert_eq!(failed(&got), want, "{got:#?}");
     }
 
-    /// Where a step states the budget's basis (the ceiling and the naming cannot both hold), the
-    /// ceiling is left to the other facets and the naming is that decision's.
+    /// Where a step states the ceiling's basis (the ceiling and the naming cannot both hold), the
+    /// ceiling is left to the other facets; a stated naming basis is that decision's.
     #[test]
     fn a_stated_budget_basis_yields_the_ceiling() {
         let s = section_case("D-X", "{max_bytes: 4, intro: I.}");
-        let e = format!("basis: {{section.budget: D-X}}\n{BUDGET}");
+        let e = format!("basis: {{section.ceiling: D-X, section.named: D-X}}\n{BUDGET}");
         let over = section_obs("I.\n\nInstructions from: a\n\nA\n\n(b left out)", &["a"], &["b"]);
         assert!(run(&s, &hello(), &e, &over).is_empty());
         let unnamed = section_obs("I.\n\nInstructions from: a\n\nA", &["a"], &["b"]);

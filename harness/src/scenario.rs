@@ -719,11 +719,19 @@ pub const EXPECTATIONS: &[&str] =
 /// The facets of an expectation whose basis a step may set apart from the expectation's own
 /// (`expectation.facet`): a facet not stated takes its expectation's basis. `section.text` is the
 /// exact text's layout; `diagnostics.path` is which path a diagnostic names when the step reports
-/// its code for another one. `section.budget` is the two budget sentences of seed 002 (the
-/// ceiling, and that what does not fit is named), checked on every section text: it is the seed's
-/// unless a step states it, which a case does only where the two cannot both hold.
-pub const FACETS: &[&str] =
-    &["section.rewritten", "section.files", "section.omitted", "section.text", "section.budget", "diagnostics.path"];
+/// its code for another one. `section.ceiling` and `section.named` are seed 002's two budget
+/// sentences (the UTF-8 ceiling; that what does not fit is named), checked on every section text:
+/// each is the seed's unless a step states it, which a case does only where a decision settles it
+/// (the two cannot both hold; a file left out only for `maxFileBytes`).
+pub const FACETS: &[&str] = &[
+    "section.rewritten",
+    "section.files",
+    "section.omitted",
+    "section.text",
+    "section.ceiling",
+    "section.named",
+    "diagnostics.path",
+];
 
 /// Every key of a step's basis map: [`EXPECTATIONS`], then [`FACETS`] (a test keeps them so).
 const BASIS_KEYS: &[&str] = &[
@@ -740,7 +748,8 @@ const BASIS_KEYS: &[&str] = &[
     "section.files",
     "section.omitted",
     "section.text",
-    "section.budget",
+    "section.ceiling",
+    "section.named",
     "diagnostics.path",
 ];
 
