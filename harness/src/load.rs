@@ -603,9 +603,10 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
             }
         }
         "section" => {
-            if has(|a| matches!(a, Action::Touch(_))) {
-                out.insert("subtrees");
-            }
+            // A touch needs no capability: seed 002 has subtrees on by default ("Once a tool call
+            // touches a file below cwd, that subtree's directories join the scan"; `nested: true`),
+            // so `subtrees` is only retained for hellos that declare it (vocabulary.yaml). Turning
+            // them off is the `nested` option's capability, below.
             let scoped = s.steps.iter().any(|st| match &st.action {
                 Action::Touch(t) => t.scope.is_some(),
                 Action::NextRequest(scope) => scope.is_some(),
@@ -917,7 +918,8 @@ mod tests {
     #[case::local_nested("modules", "windows", "local: {work_dir: repo}\ntree: {repo/src/agents.md: x}\n", "  - touch: {path: a}\n", &["local_cli", "nested_files", "windows_targets"])]
     #[case::windows("modules", "windows", "", "", &["windows_targets"])]
     #[case::managed("modules", "managed", "", "", &["managed"])]
-    #[case::subtrees("section", "posix", "", "  - touch: {path: a/b.ts}\n", &["subtrees"])]
+    #[case::a_touch_is_no_capability("section", "posix", "", "  - touch: {path: a/b.ts}\n", &[])]
+    #[case::nested_option("section", "posix", "options: {nested: false}\n", "  - touch: {path: a/b.ts}\n", &["nested_option"])]
     #[case::scopes("section", "posix", "", "  - next_request: {scope: c}\n", &["scopes"])]
     #[case::option("section", "posix", "options: {max_bytes: 10, intro: x, cwd: a}\n", "", &["max_bytes", "intro"])]
     #[case::lean_prompt("root-file", "posix", "prompt: lean\n", "", &["lean_prompt"])]
@@ -941,6 +943,26 @@ mod tests {
         let mut want = want.to_vec();
         want.sort_unstable();
         assert_eq!(got, want);
+    }
+
+    /// A retained capability (vocabulary.yaml) is never derived, whatever a case uses: a section
+    /// case with touches, scopes and every option needs every option's capability and `scopes`,
+    /// never `subtrees`.
+    #[test]
+    fn no_retained_capability_is_derived() {
+        let text = "id: x\ntitle: t\nspec: [{decision: D-X}]\nprofile: section\nplatform: posix\nrules: [globs]\n\
+                    options: {cwd: a, global_file: g, per_directory: all, file_names: [A.md], project_root_markers: [.hg],\
+                    \x20nested: true, max_bytes: 9, max_file_bytes: 9, max_nested_dirs: 1, max_tracked_scopes: 1, intro: i,\
+                    \x20retraction_text: r}\n\
+                    steps:\n  - start:\n  - touch: {path: b/c.ts, scope: s}\n  - next_request: {scope: s}\n  - restart:\n";
+        let s: Scenario = reference::yaml::from_str(text).unwrap();
+        let used = used_capabilities(&s);
+        assert!(used.contains("scopes") && used.contains("nested_option") && used.contains("restart"), "{used:?}");
+        let retained = crate::vocabulary::retained();
+        assert!(!retained.is_empty());
+        for r in &retained {
+            assert!(!used.contains(r.as_str()), "'{r}' is retained but derived");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The suite's vocabulary (spec-cases/vocabulary.yaml): capabilities, which an implementation may
 //! lack and declares in `hello`, and rules, which a case tests and which nobody can declare away.
+//! A few capabilities are only retained: a `hello` may still declare them, no case requires them.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,10 @@ const VOCABULARY_YAML: &str = include_str!("../../spec-cases/vocabulary.yaml");
 struct Vocabulary {
     capabilities: BTreeMap<String, String>,
     rules: BTreeMap<String, String>,
+    /// Capabilities kept only so that an existing adapter's `hello` stays valid; none is derived
+    /// for a case. Absent: none.
+    #[serde(default)]
+    retained: Vec<String>,
 }
 
 fn vocabulary() -> &'static Vocabulary {
@@ -34,6 +39,12 @@ pub fn rules() -> BTreeMap<String, String> {
 /// Whether `name` is a capability.
 pub fn is_capability(name: &str) -> bool {
     vocabulary().capabilities.contains_key(name)
+}
+
+/// The capabilities that are only retained for compatibility: valid in a `hello`, never required
+/// by a case (`subtrees`, which seed 002 has on by default).
+pub fn retained() -> Vec<String> {
+    vocabulary().retained.clone()
 }
 
 /// Whether `name` is a rule.
@@ -64,6 +75,17 @@ mod tests {
         assert!(v.rules.contains_key("symlinks"));
         for c in v.capabilities.keys() {
             assert!(!v.rules.contains_key(c), "'{c}' is both a capability and a rule");
+        }
+    }
+
+    /// A retained word must stay a capability, or an adapter's hello that declares it would end
+    /// the run (exit 2) instead of being accepted.
+    #[test]
+    fn every_retained_word_is_still_a_capability() {
+        let v: Vocabulary = reference::yaml::from_str(VOCABULARY_YAML).unwrap();
+        assert!(v.retained.contains(&"subtrees".to_string()));
+        for r in &v.retained {
+            assert!(v.capabilities.contains_key(r), "retained '{r}' is not a capability");
         }
     }
 
