@@ -7,7 +7,9 @@
 //                 prefix is its project memory, getEnvironmentMemory(), split per file.
 //   touch         discoverJitContext(config, path)  (tools/jit-context.js:16), what read_file,
 //                 write_file, replace and list_directory call after they succeed, which calls
-//                 loadJitSubdirectoryMemory (utils/memoryDiscovery.js:341).
+//                 loadJitSubdirectoryMemory (utils/memoryDiscovery.js:341), with the path each
+//                 tool hands it: the real path for read_file, write_file and replace, the lexical
+//                 one for list_directory; a read of a folder and a listing of a file fail first.
 //   next_request  the JIT text those tool results carried to the model, as one activation.
 //   compact       nothing: chat compression never resets the loader (core/client.js:817-840).
 //   restart       a new session (`gemini --resume`): Config.initialize() builds a new
@@ -15,9 +17,11 @@
 //
 // The context file name is set to AGENTS.md the way Config does it (config/config.js:753-755:
 // setGeminiMdFilename, which adds the name in front of the default GEMINI.md). Nothing global is
-// read: GEMINI_CLI_HOME points at a directory that does not exist, there are no extensions and no
-// user project memory, and memoryBoundaryMarkers is [] so the loader never probes the folders above
-// the root for a .git (see README.md). Observations report what the loader sends, as it sends it.
+// read: GEMINI_CLI_HOME points at a directory that does not exist, and there are no extensions and
+// no user project memory. memoryBoundaryMarkers keeps Config's default ['.git']
+// (config/config.js:579), so the loader probes the folders above the root for a .git and, when
+// one has it, walks up to it (utils/memoryDiscovery.js:102-149, 280-285, 362-363), as gemini does.
+// Observations report what the loader sends, as it sends it.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -37,6 +41,10 @@ const { MemoryContextManager } = await import(`${pkg}/context/memoryContextManag
 const { discoverJitContext, JIT_CONTEXT_PREFIX, JIT_CONTEXT_SUFFIX } = await import(`${pkg}/tools/jit-context.js`);
 const { setGeminiMdFilename } = await import(`${pkg}/tools/memoryTool.js`);
 const { readGeminiMdFiles } = await import(`${pkg}/utils/memoryDiscovery.js`);
+const { resolveDefensiveToolPath, resolveToRealPath } = await import(`${pkg}/utils/paths.js`);
+const { correctPath } = await import(`${pkg}/utils/pathCorrector.js`);
+const { FileDiscoveryService } = await import(`${pkg}/services/fileDiscoveryService.js`);
+const { DEFAULT_FILE_FILTERING_OPTIONS } = await import(`${pkg}/config/constants.js`);
 const { version } = JSON.parse(fs.readFileSync(new URL('./node_modules/@google/gemini-cli-core/package.json', import.meta.url)));
 
 // setGeminiMdFilename resolves the *name* against the process's cwd (tools/memoryTool.js:27, via
@@ -51,8 +59,12 @@ const HELLO = {
   capabilities: ['nested_files', 'compaction', 'restart'],
 };
 // The gemini tools that call discoverJitContext after a successful run, by the suite's tool names.
-const JIT_TOOLS = new Set(['read', 'read_file', 'write', 'write_file', 'edit', 'replace', 'list',
-  'ls', 'list_directory']);
+const JIT_TOOLS = {
+  read: 'read_file', read_file: 'read_file', write: 'write_file', write_file: 'write_file',
+  edit: 'replace', replace: 'replace', list: 'list_directory', ls: 'list_directory',
+  list_directory: 'list_directory',
+};
+const isDirectory = (p) => { try { return fs.statSync(p).isDirectory(); } catch { return false; } };
 
 const sha = (s) => createHash('sha256').update(s, 'utf8').digest('hex');
 
@@ -85,14 +97,60 @@ class Session {
     this.config = {
       isTrustedFolder: () => true,
       getWorkspaceContext: () => ({ getDirectories: () => [root] }),
-      getMemoryBoundaryMarkers: () => [],
+      getMemoryBoundaryMarkers: () => ['.git'], // Config's default (config/config.js:579)
+      getTargetDir: () => root, // gemini started in the root: the tools resolve against it
+      getFileService: () => this.fileService,
+      getFileFilteringOptions: () => DEFAULT_FILE_FILTERING_OPTIONS,
       getExtensionLoader: () => ({ getExtensions: () => [] }),
       storage: { getProjectMemoryDir: () => path.join(open.state_dir, 'no-project-memory') },
       getImportFormat: () => 'tree',
       getMcpClientManager: () => undefined,
       getMemoryContextManager: () => this.manager,
     };
+    this.fileService = new FileDiscoveryService(root, DEFAULT_FILE_FILTERING_OPTIONS);
     this.manager = new MemoryContextManager(this.config);
+  }
+
+  /**
+   * The path a gemini tool hands discoverJitContext for this call, or null when the tool does not
+   * reach that call. The path is the model's argument (`step.path`) resolved as the tool resolves
+   * it, with the package's own helpers; what the suite cannot say (the file's content, an
+   * approval) is taken from `outcome: ok`, but where what stands on disk decides that the tool
+   * fails before the JIT, the adapter follows the tool, since gemini cannot report that call ok.
+   */
+  jitTarget(step) {
+    const tool = step.outcome === 'ok' ? JIT_TOOLS[step.tool] : undefined; // the name decides, not fileAccess
+    if (!tool) return null;
+    const root = this.root;
+    if (tool === 'list_directory') {
+      // ls.js:76: the folder is placed lexically, path.resolve(targetDir, dir_path), and a path that
+      // is no folder is an error result (ls.js:89-97) returned before the JIT call (ls.js:164).
+      const dir = path.resolve(root, step.path);
+      return isDirectory(dir) ? dir : null;
+    }
+    let target;
+    if (tool === 'replace' && !path.isAbsolute(step.path)) {
+      // edit.js:297-315: a relative path is corrected first (utils/pathCorrector.js:10-44: the
+      // direct path if it exists, else the one file of that name the workspace search finds),
+      // then resolved to its real path; failing both, as read_file does.
+      const corrected = correctPath(step.path, this.config);
+      if (corrected.success) target = this.realPath(corrected.correctedPath);
+    }
+    // read-file.js:27-33, write-file.js:150-156, edit.js:316-324: resolveDefensiveToolPath (NUL
+    // bytes and a leading @), path.resolve against the target dir, then resolveToRealPath
+    // (utils/paths.js:372-386: every link resolved, a missing tail kept as written); the lexical
+    // path only if that throws. This real path is what discoverJitContext gets (read-file.js:99,
+    // write-file.js:305, edit.js:728).
+    target ??= this.realPath(path.resolve(root, resolveDefensiveToolPath(step.path, root)));
+    // read_file of a folder: processSingleFileContent answers TARGET_IS_DIRECTORY
+    // (utils/fileUtils.js:405-413) and execute returns that error (read-file.js:64-73) before the
+    // JIT call at read-file.js:99, so a read of a folder loads nothing.
+    if (tool === 'read_file' && isDirectory(target)) return null;
+    return target;
+  }
+
+  realPath(p) {
+    try { return resolveToRealPath(p); } catch { return p; }
   }
 
   async start() {
@@ -109,12 +167,12 @@ class Session {
     switch (step.op) {
       case 'start':
         return this.start();
-      case 'touch':
-        if (JIT_TOOLS.has(step.tool) && step.outcome === 'ok') { // the tool's name decides, not fileAccess
-          const jit = await discoverJitContext(this.config, path.resolve(this.root, step.path));
-          if (jit) this.pending.push(jit);
-        }
+      case 'touch': {
+        const target = this.jitTarget(step);
+        const jit = target === null ? '' : await discoverJitContext(this.config, target);
+        if (jit) this.pending.push(jit);
         return { diagnostics: [] };
+      }
       case 'next_request': {
         if (!this.pending.length) return { diagnostics: [] };
         const texts = this.pending.splice(0);
