@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Adapter (protocol 2, persistent mode) for the instruction loader of @google/gemini-cli-core 0.61.0,
-// run against the MODULES profile (seed 000). It drives the package's own code, unchanged:
+// run against the MODULES profile (seed 000) and the SECTION profile (seed 002). It drives the
+// package's own code, unchanged. Modules:
 //
 //   start         MemoryContextManager.refresh()  (context/memoryContextManager.js:21), the startup
 //                 memory discovery Config.initialize() runs (config/config.js:871-872); the startup
@@ -14,6 +15,16 @@
 //   compact       nothing: chat compression never resets the loader (core/client.js:817-840).
 //   restart       a new session (`gemini --resume`): Config.initialize() builds a new
 //                 MemoryContextManager and refreshes it from disk; no loader state survives.
+//
+// Section: the same startup discovery is seed 002's walk (utils/memoryDiscovery.js:276-289: up from
+// the working directory to the first folder holding a memoryBoundaryMarkers entry, '.git' by
+// default, then every folder from there down to it), and its text reaches the model once, in the
+// session's first message: Config.getSessionMemory() (config/config.js:1660-1679), placed by
+// getEnvironmentContext (utils/environmentContext.js:50-58). Every next_request reports that text,
+// rewritten on the first round only, since gemini never rewrites it. Its two options are the
+// section's: memoryBoundaryMarkers is projectRootMarkers and context.fileName is fileNames.
+// Files gemini finds below the working directory on a tool call go into that tool's result (the
+// JIT above), never into this text, so subtrees are not declared.
 //
 // The context file name is set to AGENTS.md the way Config does it (config/config.js:753-755:
 // setGeminiMdFilename, which adds the name in front of the default GEMINI.md). Nothing global is
@@ -39,7 +50,7 @@ for (const k of ['log', 'info', 'debug', 'warn', 'error']) {
 const pkg = '@google/gemini-cli-core/dist/src';
 const { MemoryContextManager } = await import(`${pkg}/context/memoryContextManager.js`);
 const { discoverJitContext, JIT_CONTEXT_PREFIX, JIT_CONTEXT_SUFFIX } = await import(`${pkg}/tools/jit-context.js`);
-const { setGeminiMdFilename } = await import(`${pkg}/tools/memoryTool.js`);
+const { setGeminiMdFilename, resetGeminiMdFilename } = await import(`${pkg}/tools/memoryTool.js`);
 const { readGeminiMdFiles } = await import(`${pkg}/utils/memoryDiscovery.js`);
 const { resolveDefensiveToolPath, resolveToRealPath } = await import(`${pkg}/utils/paths.js`);
 const { correctPath } = await import(`${pkg}/utils/pathCorrector.js`);
@@ -51,13 +62,26 @@ const { version } = JSON.parse(fs.readFileSync(new URL('./node_modules/@google/g
 // resolveToRealPath), the harness's cwd here: move to the harness's empty HOME first, so that this
 // probe, too, stays out of every directory the case did not name.
 process.chdir(os.homedir());
-setGeminiMdFilename('AGENTS.md'); // settings.json "context": {"fileName": "AGENTS.md"}
+const HOME = process.cwd();
+
+// Config.getSessionMemory, for the section text; config.js is loaded only for a section case,
+// since loading it takes seconds.
+let sessionMemoryOf = null;
+async function sessionMemory(manager) {
+  if (!sessionMemoryOf) {
+    const { Config } = await import(`${pkg}/config/config.js`);
+    sessionMemoryOf = (m) => Config.prototype.getSessionMemory.call({ memoryContextManager: m });
+  }
+  return sessionMemoryOf(manager);
+}
 
 const HELLO = {
-  name: 'gemini-cli-core', version, language: 'typescript', profiles: ['modules'],
-  // No rule_modules (it has no .elowen/rules), no fork, no cold clearing, no journal to fail.
-  capabilities: ['nested_files', 'compaction', 'restart'],
+  name: 'gemini-cli-core', version, language: 'typescript', profiles: ['modules', 'section'],
+  // No rule_modules (it has no .elowen/rules), no fork, no cold clearing, no journal to fail; of
+  // the section's options, only the root markers and the file names (see the header).
+  capabilities: ['nested_files', 'compaction', 'restart', 'root_markers', 'file_names'],
 };
+const SECTION_OPTIONS = new Set(['cwd', 'project_root_markers', 'file_names']);
 // The gemini tools that call discoverJitContext after a successful run, by the suite's tool names.
 const JIT_TOOLS = {
   read: 'read_file', read_file: 'read_file', write: 'write_file', write_file: 'write_file',
@@ -84,21 +108,50 @@ async function split(text, root) {
   return out;
 }
 
+/**
+ * The directory gemini works in when started in `dir`: its target directory, the workspace's one
+ * directory, is the CLI's process.cwd() (Config keeps it, config/config.js:430, and its cwd
+ * defaults to process.cwd(), :515), which is getcwd: the physical directory, every link resolved.
+ */
+function physicalCwd(dir) {
+  process.chdir(dir);
+  try {
+    return process.cwd();
+  } finally {
+    process.chdir(HOME);
+  }
+}
+
 class Session {
   constructor(open) {
-    if (open.profile !== 'modules') throw new Error(`profile '${open.profile}' is not supported`);
+    if (!['modules', 'section'].includes(open.profile)) throw new Error(`profile '${open.profile}' is not supported`);
     if (open.platform !== 'posix') throw new Error(`platform '${open.platform}' is not implemented`);
     if (open.placement) throw new Error('root placement is not implemented');
+    const options = open.options ?? {};
+    const unsupported = Object.keys(options).filter((k) => !SECTION_OPTIONS.has(k));
+    if (unsupported.length) throw new Error(`options not supported: ${unsupported.join(', ')}`);
+    this.profile = open.profile;
     this.root = open.root;
     this.pending = []; // JIT texts of the tool results since the last model request
+    this.text = ''; // section: the text of the session's first message, and its files
+    this.files = [];
+    this.written = false; // section: whether a round has carried the text
     fs.mkdirSync(open.state_dir, { recursive: true });
     process.env.GEMINI_CLI_HOME = path.join(open.state_dir, 'no-gemini-home'); // never created
-    const root = this.root;
+    // A fresh process's file names: the default GEMINI.md, then context.fileName in front of it
+    // (config/config.js:753-755, tools/memoryTool.js:18-43): "AGENTS.md" unless the case sets names.
+    resetGeminiMdFilename();
+    setGeminiMdFilename(options.file_names ?? 'AGENTS.md');
+    // memoryBoundaryMarkers: Config's default ['.git'] (config/config.js:579) unless the case sets
+    // projectRootMarkers.
+    const markers = options.project_root_markers ?? ['.git'];
+    // Where gemini was started: the root (modules), or the case's cwd, physically (section).
+    const workDir = open.profile === 'section' ? physicalCwd(options.cwd ?? open.root) : this.root;
     this.config = {
       isTrustedFolder: () => true,
-      getWorkspaceContext: () => ({ getDirectories: () => [root] }),
-      getMemoryBoundaryMarkers: () => ['.git'], // Config's default (config/config.js:579)
-      getTargetDir: () => root, // gemini started in the root: the tools resolve against it
+      getWorkspaceContext: () => ({ getDirectories: () => [workDir] }),
+      getMemoryBoundaryMarkers: () => markers,
+      getTargetDir: () => workDir, // the tools resolve against it
       getFileService: () => this.fileService,
       getFileFilteringOptions: () => DEFAULT_FILE_FILTERING_OPTIONS,
       getExtensionLoader: () => ({ getExtensions: () => [] }),
@@ -107,7 +160,7 @@ class Session {
       getMcpClientManager: () => undefined,
       getMemoryContextManager: () => this.manager,
     };
-    this.fileService = new FileDiscoveryService(root, DEFAULT_FILE_FILTERING_OPTIONS);
+    this.fileService = new FileDiscoveryService(workDir, DEFAULT_FILE_FILTERING_OPTIONS);
     this.manager = new MemoryContextManager(this.config);
   }
 
@@ -158,9 +211,23 @@ class Session {
     const outside = [this.manager.getGlobalMemory(), this.manager.getExtensionMemory(),
       this.manager.getUserProjectMemory()].filter(Boolean);
     if (outside.length) throw new Error('global memory was loaded: the environment is not isolated');
-    const startup = (await split(this.manager.getEnvironmentMemory(), this.root))
-      .map((f) => ({ path: f.path, kind: 'root', sha256: sha(f.content), content: f.content }));
+    const files = await split(this.manager.getEnvironmentMemory(), this.root);
+    if (this.profile === 'section') {
+      // getSessionMemory's text starts with the newline that parts it from the directory context
+      // in getEnvironmentContext (utils/environmentContext.js:53-58): not the section's own.
+      this.text = (await sessionMemory(this.manager)).replace(/^\n/, '');
+      this.files = files.map((f) => f.path);
+      return { diagnostics: [] };
+    }
+    const startup = files.map((f) => ({ path: f.path, kind: 'root', sha256: sha(f.content), content: f.content }));
     return { startup, diagnostics: [] };
+  }
+
+  /** The section round: the session's first message, written once. */
+  section() {
+    const rewritten = !this.written && this.text !== '';
+    this.written ||= rewritten;
+    return { section: { text: this.text, rewritten, files: this.files, omitted: [] }, diagnostics: [] };
   }
 
   async step(step) {
@@ -174,6 +241,7 @@ class Session {
         return { diagnostics: [] };
       }
       case 'next_request': {
+        if (this.profile === 'section') return this.section();
         if (!this.pending.length) return { diagnostics: [] };
         const texts = this.pending.splice(0);
         const modules = (await split(texts.join('\n'), this.root))
