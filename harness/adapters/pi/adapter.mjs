@@ -36,6 +36,23 @@ const HELLO = {
 };
 const sha = (s) => createHash('sha256').update(s, 'utf8').digest('hex');
 
+/**
+ * The cwd pi has when started in `dir`: main.js:375 takes `process.cwd()`, and the session runs
+ * in it (SessionManager.create(cwd), main.js:217, and createAgentSessionRuntime's cwd,
+ * main.js:477). process.cwd() is getcwd(3), the physical directory with every link resolved, not
+ * the path the shell was given: a cwd reached through a link is walked up from its real folder.
+ * The adapter goes there and back, so it holds no case folder as its own cwd between requests.
+ */
+function physicalCwd(dir) {
+  const home = process.cwd();
+  process.chdir(dir);
+  try {
+    return process.cwd();
+  } finally {
+    process.chdir(home);
+  }
+}
+
 /** The "# Project Context" part of the system prompt pi builds from these files. */
 function projectContext(cwd, contextFiles) {
   const mark = '\u0000CUSTOM-PROMPT\u0000';
@@ -52,7 +69,7 @@ class Session {
     if (unsupported.length) throw new Error(`options not supported: ${unsupported.join(', ')}`);
     this.profile = open.profile;
     this.root = open.root;
-    this.cwd = open.options?.cwd ?? open.root;
+    this.cwd = physicalCwd(open.options?.cwd ?? open.root);
     this.agentDir = path.join(open.state_dir, 'no-agent-dir'); // never created: no global file
     fs.mkdirSync(open.state_dir, { recursive: true });
     this.files = null;
