@@ -31,6 +31,11 @@ const CODES_DECISION: &str = "D-CODE-1";
 const LINES_DECISION: &str = "D-FM-11";
 /// The decision that lays out the rendered envelopes.
 const RENDER_DECISION: &str = "D-RENDER-2";
+/// The section profile's one report that seed 002 calls for ("onNestedLimit ... Called once per
+/// conversation when that cap is reached").
+const NESTED_LIMIT: &str = "section.nested_limit";
+/// The decision that says which refusals a section reports.
+const SECTION_REPORTS_DECISION: &str = "D-SEC-DIR-3";
 /// The decision that sends content byte for byte, its leading and trailing whitespace included.
 const CONTENT_DECISION: &str = "D-CONTENT-1";
 
@@ -228,6 +233,7 @@ fn diagnostics(
     expected: &[ExpectDiagnostic],
     observed: &[WireDiagnostic],
     path_basis: Basis,
+    section: bool,
 ) {
     let mut free: Vec<&WireDiagnostic> = observed.iter().collect();
     let mut pairs: Vec<(&ExpectDiagnostic, &WireDiagnostic)> = Vec::new();
@@ -280,7 +286,13 @@ fn diagnostics(
             let paths: Vec<String> = free.iter().map(|d| format!("'{}'", d.path)).collect();
             why.push(format!("unexpected for {}", paths.join(", ")));
         }
-        cmp.push(format!("diagnostics ({})", why.join("; ")), want.join("; "), got.join("; "));
+        // Seed 002 calls for one report, the limit callback's; what else a section reports (its
+        // refusals) is D-SEC-DIR-3's.
+        let limit = |code: &str| hello.codes.get(NESTED_LIMIT).map_or(code == NESTED_LIMIT, |mapped| code == mapped);
+        let seedless =
+            section && missing.iter().all(|e| e.code != NESTED_LIMIT) && free.iter().all(|d| !limit(&d.code));
+        let basis = if seedless { Basis::Decision(SECTION_REPORTS_DECISION.into()) } else { cmp.basis.clone() };
+        cmp.push_on(basis, format!("diagnostics ({})", why.join("; ")), want.join("; "), got.join("; "));
     }
     for (e, d) in &pairs {
         if !code_answers(hello, &e.code, &d.code) {
@@ -524,7 +536,8 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
         }
     }
     cmp.basis = basis("diagnostics");
-    diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics, basis("diagnostics.path"));
+    let section = s.profile == "section";
+    diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics, basis("diagnostics.path"), section);
     cmp.out
 }
 
@@ -909,6 +922,31 @@ mod tests {
         // A missing diagnostic is on the expectation's basis.
         let got = run(&s, &hello(), e, &Observation::default());
         assert_eq!(got[0].basis, Basis::Seed, "{got:?}");
+    }
+
+    /// In the section profile only the limit callback's report is the seed's; a refusal reported or
+    /// not is D-SEC-DIR-3's.
+    #[test]
+    fn a_section_reports_its_refusals_on_a_decision() {
+        let s = scenario("section", "seed");
+        let diag = |code: &str| Observation {
+            diagnostics: vec![WireDiagnostic {
+                code: code.into(),
+                path: "a".into(),
+                line: None,
+                message: String::new(),
+            }],
+            ..Observation::default()
+        };
+        let got = run(&s, &hello(), "diagnostics: []", &diag("file.not_utf8"));
+        assert_eq!(failed(&got), [("diagnostics (unexpected for 'a')", "D-SEC-DIR-3".to_string())]);
+        let got = run(&s, &hello(), "diagnostics: []", &diag("section.nested_limit"));
+        assert_eq!(failed(&got), [("diagnostics (unexpected for 'a')", "seed".to_string())]);
+        let got = run(&s, &hello(), "diagnostics: [{code: section.nested_limit, path: a}]", &Observation::default());
+        assert_eq!(failed(&got), [("diagnostics (nothing reported for 'a')", "seed".to_string())]);
+        // The modules profile keeps the expectation's basis.
+        let m = scenario("modules", "seed");
+        assert_eq!(failed(&run(&m, &hello(), "diagnostics: []", &diag("file.not_utf8")))[0].1, "seed");
     }
 
     #[test]
