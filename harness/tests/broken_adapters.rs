@@ -93,7 +93,10 @@ fn every_injected_bug_fails_the_gate() {
             assert_eq!(code, 0, "the unmutated proxy must pass:\n{text}");
         } else {
             assert!(code == 1 || code == 2, "bug '{bug}' was not caught (exit {code}):\n{text}");
-            assert!(code == 2 || text.contains("--fail-fast stopped the run after"), "bug '{bug}': {text}");
+            // A bug that fails one case only (refuse-zero-options: s-sub-015) may fail the run's
+            // last case, after which there is nothing left to stop.
+            let one_case = bug == "refuse-zero-options";
+            assert!(one_case || code == 2 || text.contains("--fail-fast stopped the run after"), "bug '{bug}': {text}");
         }
     }
 }
