@@ -1006,6 +1006,19 @@ mod tests {
         }
     }
 
+    /// A startup of one root file, AGENTS.md, honestly hashed.
+    fn file(content: &str) -> Observation {
+        Observation {
+            startup: Some(vec![WireFile {
+                path: "AGENTS.md".into(),
+                kind: "root".into(),
+                sha256: sha256_hex(content),
+                content: content.into(),
+            }]),
+            ..Observation::default()
+        }
+    }
+
     /// The facets that failed, with their bases.
     fn failed(got: &[Mismatch]) -> Vec<(&str, String)> {
         got.iter().map(|m| (m.field.as_str(), m.basis.to_string())).collect()
@@ -1066,15 +1079,6 @@ mod tests {
         let got = run(&s, &hello(), e, &section_obs("I.\n\nInstructions from: a\n\n  A\n  B  \n", &["a"], &[]));
         assert_eq!(failed(&got), [("section.text", "D-SEC-RENDER-1".to_string())]);
         let m = scenario("modules", "seed");
-        let file = |content: &str| Observation {
-            startup: Some(vec![WireFile {
-                path: "AGENTS.md".into(),
-                kind: "root".into(),
-                sha256: sha256_hex(content),
-                content: content.into(),
-            }]),
-            ..Observation::default()
-        };
         let e = "startup: [{path: AGENTS.md, content: \"a\\n\"}]";
         assert_eq!(failed(&run(&m, &hello(), e, &file("a"))), [("startup[0].content", "D-CONTENT-1".to_string())]);
         assert_eq!(failed(&run(&m, &hello(), e, &file("b\n"))), [("startup[0].content", "seed".to_string())]);
@@ -1116,15 +1120,6 @@ mod tests {
     #[test]
     fn a_continuation_line_is_any_line_naming_fs_read() {
         let s = scenario("root-file", "seed");
-        let file = |content: &str| Observation {
-            startup: Some(vec![WireFile {
-                path: "AGENTS.md".into(),
-                kind: "root".into(),
-                sha256: sha256_hex(content),
-                content: content.into(),
-            }]),
-            ..Observation::default()
-        };
         let e = "startup: [{path: AGENTS.md, content: \"a\\n\", continued: true}]";
         assert!(run(&s, &hello(), e, &file("a\n(more: use fs-read)\n")).is_empty());
         assert!(!run(&s, &hello(), e, &file("a\n(more follows)\n")).is_empty());
