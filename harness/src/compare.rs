@@ -470,6 +470,7 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
         let expected = text.replace("{root}", ctx.root);
         let actual = obs.activation.as_ref().map_or("", |a| a.rendered.as_str());
         if expected != actual {
+            envelope_facets(&mut cmp, expect, obs, actual);
             let on = layout_basis(expect, "rendered", RENDER_DECISION);
             cmp.push_on(on, "rendered", expected, actual);
         }
@@ -539,6 +540,53 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
     let section = s.profile == "section";
     diagnostics(&mut cmp, ctx.hello, &expect.diagnostics, &obs.diagnostics, basis("diagnostics.path"), section);
     cmp.out
+}
+
+/// The seed's own facets of the appended text, checked on it whatever its layout (seed 000,
+/// "Ordering and composition": "Each module is sent whole, with its source path, as
+/// <instruction_module path=...>CONTENT</instruction_module>"): one envelope per module, in the
+/// record's order, each naming its module's path and holding its content whole (compared trimmed;
+/// the whitespace is D-RENDER-2's and D-CONTENT-1's). The path's form (the root's display form
+/// joined with it, escaped) is D-RENDER-1's, so only that it ends with the module's path is asked.
+fn envelope_facets(cmp: &mut Cmp, expect: &Expect, obs: &Observation, rendered: &str) {
+    const OPEN: &str = "<instruction_module path=\"";
+    const CLOSE: &str = "</instruction_module>";
+    let observed = obs.activation.as_ref().map(|a| a.modules.as_slice()).unwrap_or_default();
+    let wanted: Vec<(&str, &str)> = match &expect.activation {
+        Some(modules) => modules
+            .iter()
+            .zip(observed.iter().map(|m| m.content.as_str()).chain(std::iter::repeat("")))
+            .map(|(m, seen)| (m.path.as_str(), m.content.as_deref().unwrap_or(seen)))
+            .collect(),
+        None => observed.iter().map(|m| (m.path.as_str(), m.content.as_str())).collect(),
+    };
+    let mut envelopes = Vec::new();
+    let mut rest = rendered;
+    while let Some(at) = rest.find(OPEN) {
+        let after = rest.get(at + OPEN.len()..).unwrap_or("");
+        let Some((attr, body)) = after.split_once("\">") else { break };
+        let (content, next) = body.split_once(CLOSE).unwrap_or((body, ""));
+        let path = attr.replace("&quot;", "\"").replace("&lt;", "<").replace("&gt;", ">").replace("&apos;", "'");
+        envelopes.push((path.replace("&amp;", "&").replace('\\', "/"), content));
+        rest = next;
+    }
+    let paths = |list: &[(&str, &str)]| list.iter().map(|(p, _)| *p).collect::<Vec<_>>().join(", ");
+    let names =
+        |(path, _): &(&str, &str), (attr, _): &(String, &str)| attr == path || attr.ends_with(&format!("/{path}"));
+    if envelopes.len() != wanted.len() || !wanted.iter().zip(&envelopes).all(|(w, e)| names(w, e)) {
+        let seen: Vec<&str> = envelopes.iter().map(|(p, _)| p.as_str()).collect();
+        cmp.push(
+            "rendered (one envelope per module, in order)",
+            format!("[{}]", paths(&wanted)),
+            format!("[{}]", seen.join(", ")),
+        );
+        return;
+    }
+    for ((path, want), (_, got)) in wanted.iter().zip(&envelopes) {
+        if bare(want) != bare(got) {
+            cmp.push(format!("rendered (content of {path})"), bare(want), bare(got));
+        }
+    }
 }
 
 /// An outcome the implementation tells with a text (`escaped`, `failed`): only whether it was told
@@ -878,6 +926,35 @@ mod tests {
         let e = "basis: {diagnostics.path: D-X}\ndiagnostics: [{code: section.nested_limit, path: c}]";
         let none = Observation { section: obs.section.clone(), ..Observation::default() };
         assert!(run(&s, &hello(), e, &none).iter().all(|m| m.basis == Basis::Seed));
+    }
+
+    /// The envelope's seed facets are checked on the appended text: a module missing from it, or
+    /// cut in it, violates the seed; another layout or path form is D-RENDER-2's.
+    #[rstest::rstest]
+    #[case::as_laid_out("<instruction_module path=\"/r/a.md\">\nA\n</instruction_module>", &[])]
+    #[case::another_layout("<instruction_module path=\"/r/a.md\">A</instruction_module>\n", &["D-RENDER-2"])]
+    #[case::relative_path("<instruction_module path=\"a.md\">\nA\n</instruction_module>", &["D-RENDER-2"])]
+    #[case::no_envelope("A\n", &["seed", "D-RENDER-2"])]
+    #[case::cut("<instruction_module path=\"/r/a.md\">\n</instruction_module>", &["seed", "D-RENDER-2"])]
+    #[case::another_path("<instruction_module path=\"/r/b.md\">\nA\n</instruction_module>", &["seed", "D-RENDER-2"])]
+    fn the_envelope_is_checked_on_the_appended_text(#[case] rendered: &str, #[case] bases: &[&str]) {
+        let s = scenario("modules", "seed");
+        let obs = Observation {
+            activation: Some(crate::wire::WireActivation {
+                modules: vec![crate::wire::WireModule {
+                    path: "a.md".into(),
+                    supersedes: false,
+                    content: "A\n".into(),
+                    sha256: sha256_hex("A\n"),
+                }],
+                rendered: rendered.into(),
+            }),
+            ..Observation::default()
+        };
+        let e = "activation: [{path: a.md, content: \"A\\n\"}]\nrendered: \"<instruction_module path=\\\"{root}/a.md\\\">\\nA\\n</instruction_module>\"";
+        let got = run(&s, &hello(), e, &obs);
+        let seen: Vec<String> = got.iter().map(|m| m.basis.to_string()).collect();
+        assert_eq!(seen, bases, "{got:#?}");
     }
 
     #[test]
