@@ -97,8 +97,9 @@ impl Cmp {
         }
     }
 
-    /// An ordered list of files: lengths, then each entry's path, kind, content and hash.
-    fn files(&mut self, name: &str, expected: &[Item<'_>], actual: &[Item<'_>]) {
+    /// An ordered list of files: lengths, then each entry's path (on `path_basis`: the facet
+    /// `<name>.path`, under which path a file that is there is reported), kind, content and hash.
+    fn files(&mut self, name: &str, expected: &[Item<'_>], actual: &[Item<'_>], path_basis: Basis) {
         let list = |items: &[Item<'_>]| items.iter().map(|i| i.path.to_string()).collect::<Vec<_>>().join(", ");
         if expected.len() != actual.len() {
             self.push(
@@ -109,7 +110,9 @@ impl Cmp {
             return;
         }
         for (i, (e, a)) in expected.iter().zip(actual).enumerate() {
-            self.eq(format!("{name}[{i}].path"), e.path, a.path);
+            if e.path != a.path {
+                self.push_on(path_basis.clone(), format!("{name}[{i}].path"), e.path, a.path);
+            }
             if let Some(k) = e.kind {
                 self.eq(format!("{name}[{i}].kind"), k, a.kind.unwrap_or(""));
             }
@@ -420,7 +423,7 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
                         ..Item::default()
                     })
                     .collect();
-                cmp.files("startup", &expected, &actual);
+                cmp.files("startup", &expected, &actual, basis("startup.path"));
             }
         }
     }
@@ -459,7 +462,7 @@ pub fn compare(ctx: &Context<'_>, expect: &Expect, obs: &Observation) -> Vec<Mis
                         ..Item::default()
                     })
                     .collect();
-                cmp.files("activation", &expected, &actual);
+                cmp.files("activation", &expected, &actual, basis("activation.path"));
             }
         }
     }
@@ -1094,6 +1097,21 @@ mod tests {
             }]),
             ..Observation::default()
         }
+    }
+
+    /// The path a present file is reported under is `startup.path`'s; a file missing is the
+    /// expectation's.
+    #[test]
+    fn a_reported_path_is_its_own_facet() {
+        let s = scenario("modules", "seed");
+        let e = "basis: {startup.path: D-X}\nstartup: [{path: link.md, content: \"a\\n\"}]";
+        let mut moved = file("a\n");
+        if let Some(f) = moved.startup.as_mut().and_then(|v| v.first_mut()) {
+            f.path = "target.md".into();
+        }
+        assert_eq!(failed(&run(&s, &hello(), e, &moved)), [("startup[0].path", "D-X".to_string())]);
+        let none = Observation { startup: Some(vec![]), ..Observation::default() };
+        assert_eq!(failed(&run(&s, &hello(), e, &none)), [("startup (paths in order)", "seed".to_string())]);
     }
 
     /// The facets that failed, with their bases.

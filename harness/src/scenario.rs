@@ -724,6 +724,8 @@ pub const EXPECTATIONS: &[&str] =
 /// each is the seed's unless a step states it, which a case does only where a decision settles it
 /// (the two cannot both hold; a file left out only for `maxFileBytes`).
 pub const FACETS: &[&str] = &[
+    "startup.path",
+    "activation.path",
     "section.rewritten",
     "section.files",
     "section.omitted",
