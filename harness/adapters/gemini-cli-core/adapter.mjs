@@ -108,6 +108,16 @@ async function split(text, root) {
   return out;
 }
 
+/** findProjectRoot's answer (utils/memoryDiscovery.js:102-120), or `dir` when it finds none. */
+function markedRoot(dir, markers) {
+  const usable = markers.filter((m) => !path.isAbsolute(m) && !m.includes('..'));
+  if (usable.length === 0) return dir;
+  for (let d = dir; ; d = path.dirname(d)) {
+    if (usable.some((m) => { try { fs.accessSync(path.join(d, m)); return true; } catch { return false; } })) return d;
+    if (path.dirname(d) === d) return dir;
+  }
+}
+
 /**
  * The directory gemini works in when started in `dir`: its target directory, the workspace's one
  * directory, is the CLI's process.cwd() (Config keeps it, config/config.js:430, and its cwd
@@ -147,6 +157,11 @@ class Session {
     const markers = options.project_root_markers ?? ['.git'];
     // Where gemini was started: the root (modules), or the case's cwd, physically (section).
     const workDir = open.profile === 'section' ? physicalCwd(options.cwd ?? open.root) : this.root;
+    // Section files are named relative to the root gemini's walk stops at (its "project root"):
+    // the first folder at or above workDir holding a marker, else workDir itself
+    // (utils/memoryDiscovery.js:102-120, 280-281: `ceiling = gitRoot ?? resolvedRoot`). The
+    // function is not exported, so its walk is repeated here: fs.access of each marker, upward.
+    this.base = open.profile === 'section' ? markedRoot(workDir, markers) : this.root;
     this.config = {
       isTrustedFolder: () => true,
       getWorkspaceContext: () => ({ getDirectories: () => [workDir] }),
@@ -211,7 +226,7 @@ class Session {
     const outside = [this.manager.getGlobalMemory(), this.manager.getExtensionMemory(),
       this.manager.getUserProjectMemory()].filter(Boolean);
     if (outside.length) throw new Error('global memory was loaded: the environment is not isolated');
-    const files = await split(this.manager.getEnvironmentMemory(), this.root);
+    const files = await split(this.manager.getEnvironmentMemory(), this.base);
     if (this.profile === 'section') {
       // getSessionMemory's text starts with the newline that parts it from the directory context
       // in getEnvironmentContext (utils/environmentContext.js:53-58): not the section's own.
