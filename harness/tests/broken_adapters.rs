@@ -79,7 +79,11 @@ fn every_injected_bug_fails_the_gate() {
     let list = Command::new(mutant).arg("--list").output().unwrap();
     let bugs = String::from_utf8(list.stdout).unwrap();
     assert!(bugs.lines().count() > 5, "{bugs}");
-    for bug in bugs.lines() {
+    // verdict_strength.rs runs these through the gate on the profile they touch and checks the
+    // label of every failure besides: a second run of the corpus here adds nothing.
+    const JUDGED_ELSEWHERE: &[&str] =
+        &["section-append-4k", "section-drop-closing", "strip-final-newline", "refuse-zero-options"];
+    for bug in bugs.lines().filter(|b| !JUDGED_ELSEWHERE.contains(b)) {
         // A bug needs one unexpected result to fail the gate: `--fail-fast` stops there (the
         // unmutated proxy, which fails nothing, still runs the whole corpus).
         let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
@@ -93,10 +97,7 @@ fn every_injected_bug_fails_the_gate() {
             assert_eq!(code, 0, "the unmutated proxy must pass:\n{text}");
         } else {
             assert!(code == 1 || code == 2, "bug '{bug}' was not caught (exit {code}):\n{text}");
-            // A bug that fails one case only (refuse-zero-options: s-sub-015) may fail the run's
-            // last case, after which there is nothing left to stop.
-            let one_case = bug == "refuse-zero-options";
-            assert!(one_case || code == 2 || text.contains("--fail-fast stopped the run after"), "bug '{bug}': {text}");
+            assert!(code == 2 || text.contains("--fail-fast stopped the run after"), "bug '{bug}': {text}");
         }
     }
 }
