@@ -227,6 +227,13 @@ fn code_answers(hello: &Hello, expected: &str, observed: &str) -> bool {
     }
 }
 
+/// Whether an observed code is the one an implementation reports for `expected`, by name: its
+/// mapped code where it declares one, else the suite's (or the seed's) own. Unlike
+/// [`code_answers`], an unmapped suite code is not answered by any other code.
+fn reported_as(hello: &Hello, expected: &str, observed: &str) -> bool {
+    hello.codes.get(expected).map_or(observed == expected, |mapped| observed == mapped)
+}
+
 /// Diagnostics, in three passes so that each difference is told on its own basis: which paths are
 /// diagnosed (the expectation's basis), with which codes (D-CODE-1, or the expectation's for the
 /// seed's own codes), on which lines (D-FM-11).
@@ -265,7 +272,7 @@ fn diagnostics(
     // (`diagnostics.path`), so that a case can rest which path is named on a decision while the
     // report itself rests on the seed.
     missing.retain(|e| {
-        let same_code = free.iter().position(|d| code_answers(hello, &e.code, &d.code) && d.code == e.code);
+        let same_code = free.iter().position(|d| reported_as(hello, &e.code, &d.code));
         match same_code {
             Some(i) => {
                 elsewhere.push((e, free.remove(i)));
@@ -291,9 +298,9 @@ fn diagnostics(
         }
         // Seed 002 calls for one report, the limit callback's; what else a section reports (its
         // refusals) is D-SEC-DIR-3's.
-        let limit = |code: &str| hello.codes.get(NESTED_LIMIT).map_or(code == NESTED_LIMIT, |mapped| code == mapped);
-        let seedless =
-            section && missing.iter().all(|e| e.code != NESTED_LIMIT) && free.iter().all(|d| !limit(&d.code));
+        let seedless = section
+            && missing.iter().all(|e| e.code != NESTED_LIMIT)
+            && free.iter().all(|d| !reported_as(hello, NESTED_LIMIT, &d.code));
         let basis = if seedless { Basis::Decision(SECTION_REPORTS_DECISION.into()) } else { cmp.basis.clone() };
         cmp.push_on(basis, format!("diagnostics ({})", why.join("; ")), want.join("; "), got.join("; "));
     }
@@ -922,6 +929,13 @@ mod tests {
         let seen: Vec<(&str, &Basis)> = got.iter().map(|m| (m.field.as_str(), &m.basis)).collect();
         let d = Basis::Decision("D-X".into());
         assert_eq!(seen, [("section.rewritten", &d), ("diagnostics['section.nested_limit'].path", &d)]);
+        // A code the implementation maps is paired by its mapped name.
+        let mut mapped = hello();
+        mapped.codes.insert("section.nested_limit".into(), "their.limit".into());
+        let mut theirs = obs.clone();
+        theirs.diagnostics[0].code = "their.limit".into();
+        let got = run(&s, &mapped, e, &theirs);
+        assert!(failed(&got).contains(&("diagnostics['section.nested_limit'].path", "D-X".into())), "{got:?}");
         // Not stated: the expectation's basis.
         let e = "section: {rewritten: false}\ndiagnostics: [{code: section.nested_limit, path: c}]";
         assert!(run(&s, &hello(), e, &obs).iter().all(|m| m.basis == Basis::Seed));
