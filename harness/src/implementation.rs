@@ -67,6 +67,35 @@ pub trait Implementation {
     /// may still write in them: the case's sandbox is removed only when the share is gone too.
     /// The default drops it (a process adapter is killed before its sandbox is removed).
     fn lend(&mut self, _lease: Option<crate::tree::Lease>) {}
+    /// For an implementation that runs a case in a dialect of its own (an agent CLI reads
+    /// `CLAUDE.md` where the case has `AGENTS.md`): the case as it runs there, or why it cannot
+    /// (the case is UNSUPPORTED with that reason). The case's expectations are compared as
+    /// written; the implementation translates what it observes back. The default runs the case as
+    /// it is.
+    fn translate(&mut self, _case: &crate::scenario::Scenario) -> Result<Option<crate::scenario::Scenario>, String> {
+        Ok(None)
+    }
+    /// The expectations this implementation cannot be observed to meet (a black box shows no
+    /// diagnostics): they are not compared, and the result says so. A case that expects nothing
+    /// else is UNSUPPORTED. The default is none.
+    fn unobservable(&self) -> &'static [&'static str] {
+        &[]
+    }
+    /// Notes on the case just run, for every report and never compared (where an agent CLI put
+    /// each file's text). The default is none.
+    fn take_notes(&mut self) -> Vec<String> {
+        Vec::new()
+    }
+    /// The raw exchange of the case just closed (an agent CLI's requests and the scripted
+    /// replies), kept for a case that does not pass. The default is none.
+    fn take_transcript(&mut self) -> Option<String> {
+        None
+    }
+    /// How the implementation's network is confined, for the report. The default is none (not
+    /// a networked implementation).
+    fn network(&self) -> Option<String> {
+        None
+    }
     /// Whether the implementation takes a whole case at once ([`Implementation::run_whole`])
     /// rather than step by step. The default is false.
     fn is_one_shot(&self) -> bool {
@@ -320,6 +349,21 @@ impl Implementation for WithDeclared {
     }
     fn lend(&mut self, lease: Option<crate::tree::Lease>) {
         self.inner.lend(lease);
+    }
+    fn translate(&mut self, case: &crate::scenario::Scenario) -> Result<Option<crate::scenario::Scenario>, String> {
+        self.inner.translate(case)
+    }
+    fn unobservable(&self) -> &'static [&'static str] {
+        self.inner.unobservable()
+    }
+    fn take_notes(&mut self) -> Vec<String> {
+        self.inner.take_notes()
+    }
+    fn take_transcript(&mut self) -> Option<String> {
+        self.inner.take_transcript()
+    }
+    fn network(&self) -> Option<String> {
+        self.inner.network()
     }
     fn is_one_shot(&self) -> bool {
         self.inner.is_one_shot()

@@ -55,8 +55,12 @@ enum Command {
         #[arg(long)]
         transcript: bool,
         /// The adapter for `--transcript`; the default is reference-adapter.
-        #[arg(long, requires = "transcript")]
+        #[arg(long, requires = "transcript", conflicts_with = "agent")]
         adapter: Option<String>,
+        /// An agent CLI for `--transcript` (as `run --agent`): `transcript.jsonl` then holds every
+        /// request it sent to the fake model endpoint and every scripted reply.
+        #[arg(long, requires = "transcript")]
+        agent: Option<String>,
         #[command(flatten)]
         cases: CasesArg,
     },
@@ -86,8 +90,12 @@ enum Command {
     Matrix {
         /// An implementation: `NAME=CMD` (a persistent adapter run with `sh -c`; `NAME=-` is the
         /// reference in-process). Repeatable.
-        #[arg(long = "impl", value_name = "NAME=CMD", required = true)]
+        #[arg(long = "impl", value_name = "NAME=CMD", required_unless_present = "agents")]
         implementations: Vec<String>,
+        /// An agent CLI, as `run --agent` takes it (`claude-code`, `claude-code@2.1.197`, a recipe
+        /// file). Repeatable, beside `--impl`.
+        #[arg(long = "agent", value_name = "NAME[@VERSION]")]
+        agents: Vec<String>,
         /// The directory to write.
         #[arg(long)]
         out: PathBuf,
@@ -137,8 +145,17 @@ struct CasesArg {
 #[derive(Args, Clone)]
 struct RunArgs {
     /// The adapter command (run with `sh -c`); without it, the reference runs in-process.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "agent")]
     adapter: Option<String>,
+    /// An agent CLI, run unmodified against a scripted fake model endpoint: `NAME` (a recipe of
+    /// harness/agents/, at its pinned version), `NAME@VERSION` (another installed version), or a
+    /// recipe file `PATH.toml` (harness/agents/README.md). Install npm CLIs with `.ci/agents`.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Write the raw exchange of every case that does not pass to `DIR/<id>.jsonl` (agent CLIs:
+    /// every request they sent and every scripted reply).
+    #[arg(long, value_name = "DIR")]
+    transcripts: Option<PathBuf>,
     /// Run the adapter once per case with the whole case on stdin (harness/PROTOCOL.md, one-shot
     /// mode). Cases that edit a host tree between steps are UNSUPPORTED there.
     #[arg(long, requires = "adapter")]
@@ -264,6 +281,12 @@ fn with_declared(
 /// ends: the returned directory is dropped then).
 fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<FakeHome>), String> {
     let timeout = Duration::from_secs(args.timeout);
+    if let Some(spec) = &args.agent {
+        let declared = declared(args);
+        let make = agent_factory(spec, timeout)?;
+        let make = move || Ok(with_declared(make()?, &declared));
+        return Ok((Box::new(make), None));
+    }
     let Some(cmd) = args.adapter.clone() else {
         let declared = declared(args);
         let make = move || Ok(with_declared(Box::new(InProcess::with_timeout(timeout)), &declared));
@@ -285,6 +308,36 @@ fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<FakeHome>), 
     Ok((Box::new(make), Some(home_dir)))
 }
 
+/// A factory of an agent CLI's runs from `--agent NAME[@VERSION]` (or `PATH.toml[@VERSION]`);
+/// fails when the recipe is bad or the CLI is not installed.
+fn agent_factory(
+    spec: &str,
+    timeout: Duration,
+) -> Result<impl Fn() -> Result<Box<dyn Implementation + Send>, String> + Send + Sync + 'static, String> {
+    let (name, version) = match spec.rsplit_once('@') {
+        Some((n, v)) if !n.is_empty() && !v.is_empty() => (n, Some(v.to_string())),
+        _ => (spec, None),
+    };
+    let recipe = harness::run::agent::recipe::Recipe::find(name)?;
+    // Fails now, not once per case, when the CLI is not installed.
+    recipe.program(version.as_deref())?;
+    Ok(move || -> Result<Box<dyn Implementation + Send>, String> {
+        Ok(Box::new(harness::run::agent::runner::Agent::new(recipe.clone(), version.clone(), timeout)?))
+    })
+}
+
+/// Writes the transcript of every case that has one to `dir/<id>.jsonl`.
+fn write_transcripts(dir: &Path, results: &[harness::run::CaseResult]) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for r in results {
+        if let Some(t) = &r.transcript {
+            let path = dir.join(format!("{}.jsonl", r.id));
+            std::fs::write(&path, t).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The command that rewrites the manifest at `path` from a run like this one: the binary that is
 /// running, and every flag that selects or runs cases, exactly as given.
 fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
@@ -297,6 +350,7 @@ fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
         }
     };
     flag("adapter", args.adapter.clone());
+    flag("agent", args.agent.clone());
     flag("cases", args.cases.cases.as_ref().map(|c| c.to_string_lossy().into_owned()));
     flag("profile", args.profile.clone());
     flag("filter", args.filter.clone());
@@ -402,6 +456,9 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     for (format, path) in &args.outputs {
         rendered.write(*format, path)?;
     }
+    if let Some(dir) = &args.transcripts {
+        write_transcripts(dir, &results)?;
+    }
     if !dropped.is_empty() {
         eprintln!(
             "conformance: the implementation declares less than when its manifest was written: {} no longer \
@@ -468,6 +525,7 @@ impl Rendered<'_> {
 fn matrix(
     cases: &[Case],
     implementations: &[String],
+    agents: &[String],
     out: &Path,
     jobs: u64,
     timeout: u64,
@@ -496,6 +554,14 @@ fn matrix(
             .map_err(|e| format!("{name}: {e}"))?;
         eprintln!("{name}: {} cases run", results.len());
         columns.push(harness::matrix::Column { name: name.to_string(), hello, results });
+    }
+    for spec in agents {
+        let make = agent_factory(spec, Duration::from_secs(timeout))?;
+        let jobs = usize::try_from(jobs).unwrap_or(1);
+        let (hello, results) = run_all(&selected, &make, jobs, &Manifest::default(), Level::All, true, false)
+            .map_err(|e| format!("{spec}: {e}"))?;
+        eprintln!("{spec}: {} cases run", results.len());
+        columns.push(harness::matrix::Column { name: spec.to_string(), hello, results });
     }
     harness::cleanup::reap_orphans();
     harness::matrix::write(out, &columns)?;
@@ -573,6 +639,27 @@ fn record_transcript(cases: &[Case], id: &str, dir: &Path, adapter: Option<Strin
     let path = dir.join("transcript.jsonl");
     std::fs::write(&path, imp.transcript().join("\n") + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(format!("transcript of '{command}' ({}): {}", result.status.as_str(), path.display()))
+}
+
+/// Runs one case through an agent CLI, writing its requests and the scripted replies into
+/// `dir/transcript.jsonl` and the result into `dir/result.txt`.
+fn agent_transcript(cases: &[Case], id: &str, dir: &Path, agent: &str) -> Result<String, String> {
+    let case = cases.iter().find(|c| c.scenario.id == id).ok_or_else(|| format!("no case has the id '{id}'"))?;
+    let make = agent_factory(agent, Duration::from_secs(30))?;
+    let mut imp = make()?;
+    let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
+    let ctx = harness::run::RunContext { keep_transcript: true, ..harness::run::RunContext::new(&hello) };
+    let result = harness::run::run_case(imp.as_mut(), &ctx, case);
+    let path = dir.join("transcript.jsonl");
+    let text = result.transcript.clone().unwrap_or_default();
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let detail = dir.join("result.txt");
+    let mut summary = report::case_detail(&result);
+    for n in &result.notes {
+        summary.push_str(&format!("  note: {n}\n"));
+    }
+    std::fs::write(&detail, summary).map_err(|e| format!("{}: {e}", detail.display()))?;
+    Ok(format!("transcript of {agent} ({}): {}", result.status.as_str(), path.display()))
 }
 
 /// Re-renders a saved JSON report in another format.
@@ -668,9 +755,12 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             })
         }
-        Command::Repro { id, dir, transcript, adapter, cases } => load(&cases).and_then(|c| {
+        Command::Repro { id, dir, transcript, adapter, agent, cases } => load(&cases).and_then(|c| {
             let mut msg = harness::explain::repro(&c, &id, &dir)?;
-            if transcript {
+            if let (true, Some(agent)) = (transcript, &agent) {
+                msg.push('\n');
+                msg.push_str(&agent_transcript(&c, &id, &dir, agent)?);
+            } else if transcript {
                 msg.push('\n');
                 msg.push_str(&record_transcript(&c, &id, &dir, adapter)?);
             }
@@ -687,8 +777,8 @@ fn main() -> ExitCode {
             emit(format_args!("{}", harness::coverage::report(&cov)));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
-        Command::Matrix { implementations, out, jobs, timeout, filter, cases } => {
-            load(&cases).and_then(|c| matrix(&c, &implementations, &out, jobs, timeout, filter))
+        Command::Matrix { implementations, agents, out, jobs, timeout, filter, cases } => {
+            load(&cases).and_then(|c| matrix(&c, &implementations, &agents, &out, jobs, timeout, filter))
         }
         Command::Smoke { adapter, timeout, cases } => load(&cases).and_then(|c| smoke(&c, &adapter, timeout)),
         Command::Report { results, format, profile, outputs } => {

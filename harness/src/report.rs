@@ -14,6 +14,10 @@ use crate::run::{CaseResult, Status, Verdict};
 /// The most mismatches of the first divergent step, and decision differences, a case's detail
 /// shows. The default is 20.
 const MISMATCHES_SHOWN: usize = 20;
+/// The notes shown in a case's detail.
+const NOTES_SHOWN: usize = 20;
+/// The notes a saved report keeps of a case.
+const NOTES_KEPT: usize = 200;
 
 /// A label from a case or an implementation (an id, a name, an area, a hello field), cut to
 /// [`FIELD_MAX`].
@@ -43,6 +47,12 @@ pub fn case_detail(r: &CaseResult) -> String {
     }
     if r.decision_differences.len() > MISMATCHES_SHOWN {
         let _ = writeln!(out, "  … {} more differences not gated", r.decision_differences.len() - MISMATCHES_SHOWN);
+    }
+    for n in r.notes.iter().take(NOTES_SHOWN) {
+        let _ = writeln!(out, "  note: {}", one_line(n));
+    }
+    if r.notes.len() > NOTES_SHOWN {
+        let _ = writeln!(out, "  … {} more notes", r.notes.len() - NOTES_SHOWN);
     }
     if r.status == Status::Fail {
         if let Some(step) = r.first_divergence() {
@@ -101,6 +111,12 @@ pub(crate) fn bounded_hello(hello: &crate::Hello) -> crate::Hello {
 /// `r` with its reason cut to [`REASON_MAX`], for a JSON report.
 pub(crate) fn bounded_result(r: &CaseResult) -> CaseResult {
     let mut r = r.clone();
+    r.notes.truncate(NOTES_KEPT);
+    for n in &mut r.notes {
+        if let Cow::Owned(cut) = cut(n, FIELD_MAX) {
+            *n = cut;
+        }
+    }
     if let Some(reason) = &mut r.reason {
         if let Cow::Owned(cut) = cut(reason, REASON_MAX) {
             *reason = cut;

@@ -9,7 +9,7 @@ use crate::compare::{compare, Context, Mismatch};
 use crate::implementation::{ImplError, Implementation};
 use crate::load::Case;
 use crate::scenario::Failure;
-use crate::scenario::{Action, Basis, Platform, Scenario};
+use crate::scenario::{Action, Basis, Expect, Platform, Scenario};
 use crate::tree::{default_root, display_root, MemModel, Sandbox};
 use crate::wire::{
     CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WireLocal,
@@ -45,12 +45,15 @@ pub struct RunContext<'a> {
     pub hello: &'a Hello,
     /// Which expectations gate.
     pub level: Level,
+    /// Keep the transcript of a passing case too (a reproduction); the default keeps only those
+    /// of cases that do not pass.
+    pub keep_transcript: bool,
 }
 
 impl<'a> RunContext<'a> {
     /// Every expectation gates ([`Level::All`]).
     pub fn new(hello: &'a Hello) -> RunContext<'a> {
-        RunContext { hello, level: Level::All }
+        RunContext { hello, level: Level::All, keep_transcript: false }
     }
 }
 
@@ -135,6 +138,16 @@ pub struct CaseResult {
     pub decision_differences: Vec<String>,
     /// The steps that ran.
     pub steps: Vec<StepResult>,
+    /// Notes for every report, never compared: for an agent CLI, how its network was confined,
+    /// where each instruction file's text landed in its requests, and which expectations it could
+    /// not be observed to meet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// For a case that did not pass, the raw exchange with the implementation where it keeps one
+    /// (an agent CLI's requests and the scripted replies, JSON Lines); written by `--transcripts`,
+    /// never into a report.
+    #[serde(skip)]
+    pub transcript: Option<String>,
     /// Wall time in milliseconds.
     pub millis: u128,
     /// The implementation can no longer be run (too many restarts): the run ends with exit 2.
@@ -520,6 +533,8 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
         decision: None,
         decision_differences: Vec::new(),
         steps: Vec::new(),
+        notes: Vec::new(),
+        transcript: None,
         millis: 0,
         fatal: false,
     };
@@ -528,7 +543,34 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
         result.reason = Some(why);
         return result;
     }
-    let mut running = match prepare(s) {
+    // An agent CLI runs the case in its own file names; the expectations stay the case's.
+    let translated = match imp.translate(s) {
+        Ok(t) => t,
+        Err(why) => {
+            result.status = Status::Unsupported;
+            result.reason = Some(why);
+            return result;
+        }
+    };
+    let hidden = imp.unobservable();
+    let expects: Vec<Option<Expect>> = s.steps.iter().map(|st| st.expect.as_ref().map(|e| observable(e, hidden))).collect();
+    if !hidden.is_empty() {
+        let stated = |e: &Option<Expect>| e.as_ref().is_some_and(|e| e.states_anything());
+        if !expects.iter().any(stated) {
+            result.status = Status::Unsupported;
+            result.reason = Some(format!(
+                "everything this case expects ({}) is invisible in what the implementation sends",
+                hidden_in(s, hidden).join(", ")
+            ));
+            return result;
+        }
+        let missed = hidden_in(s, hidden);
+        if !missed.is_empty() {
+            result.notes.push(format!("not compared (not visible in what it sends): {}", missed.join(", ")));
+        }
+    }
+    let run_s = translated.as_ref().unwrap_or(s);
+    let mut running = match prepare(run_s) {
         Ok(r) => r,
         Err(e) => {
             result.status = Status::Error;
@@ -539,7 +581,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
     imp.set_case(&s.id);
     imp.lend(running.sandbox.lease());
     let whole = if imp.is_one_shot() {
-        match drive_whole(imp, &mut running, s) {
+        match drive_whole(imp, &mut running, run_s) {
             Ok(w) => w,
             Err(why) => {
                 result.status = Status::Unsupported;
@@ -570,7 +612,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
             return result;
         }
     }
-    for (index, step) in s.steps.iter().enumerate() {
+    for (index, (step, expect)) in run_s.steps.iter().zip(&expects).enumerate() {
         let action = action_name(&step.action).to_string();
         let outcome = match whole.as_mut() {
             Some(w) => match w.next() {
@@ -588,7 +630,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
         };
         let sandbox = running.sandbox.dir.to_string_lossy().into_owned();
         let cmp = Context { scenario: s, hello, root: &running.root_display, sandbox: &sandbox };
-        let mut mismatches = match &step.expect {
+        let mut mismatches = match expect {
             Some(expect) => compare(&cmp, expect, &obs),
             None => Vec::new(),
         };
@@ -613,8 +655,50 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
             set_error(&mut result, "close", &e);
         }
     }
+    if let Some(network) = imp.network() {
+        result.notes.insert(0, format!("network: {network}"));
+    }
+    result.notes.extend(imp.take_notes());
+    let transcript = imp.take_transcript();
+    if result.status != Status::Pass || ctx.keep_transcript {
+        result.transcript = transcript;
+    }
     result.millis = started.elapsed().as_millis();
     result
+}
+
+/// An expectation without the parts the implementation cannot be observed to meet.
+fn observable(e: &Expect, hidden: &[&str]) -> Expect {
+    let mut e = e.clone();
+    for h in hidden {
+        match *h {
+            "diagnostics" => e.diagnostics.clear(),
+            "blocked" => e.blocked = None,
+            "escaped" => e.escaped = None,
+            "failed" => e.failed = None,
+            _ => {}
+        }
+    }
+    e
+}
+
+/// The hidden parts a case's steps state.
+fn hidden_in(s: &Scenario, hidden: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in s.steps.iter().filter_map(|st| st.expect.as_ref()) {
+        let stated = [
+            ("diagnostics", !e.diagnostics.is_empty()),
+            ("blocked", e.blocked.is_some()),
+            ("escaped", e.escaped.is_some()),
+            ("failed", e.failed.is_some()),
+        ];
+        for (name, on) in stated {
+            if on && hidden.contains(&name) && !out.iter().any(|o| o == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// Folds one step's mismatches into the result: the first seed violation decides the reason and

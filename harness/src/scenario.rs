@@ -581,6 +581,21 @@ pub struct Expect {
     pub failed: Option<bool>,
 }
 
+impl Expect {
+    /// Whether it states anything beyond the implied "no diagnostics".
+    pub fn states_anything(&self) -> bool {
+        self.startup.is_some()
+            || self.activation.is_some()
+            || self.rendered.is_some()
+            || self.section.is_some()
+            || self.prompt.is_some()
+            || !self.diagnostics.is_empty()
+            || self.blocked.is_some()
+            || self.escaped.is_some()
+            || self.failed.is_some()
+    }
+}
+
 /// An expected section.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]

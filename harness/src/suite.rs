@@ -71,7 +71,7 @@ pub fn run_all(
     let mut first = factory()?;
     let hello = first.hello().map_err(|e| format!("hello failed: {e}"))?;
     crate::implementation::validate_hello(&hello)?;
-    let ctx = RunContext { hello: &hello, level };
+    let ctx = RunContext { hello: &hello, level, keep_transcript: false };
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     // The case whose result stopped a fail-fast run.
@@ -156,6 +156,8 @@ fn skipped(case: &Case) -> CaseResult {
         decision: None,
         decision_differences: Vec::new(),
         steps: Vec::new(),
+        notes: Vec::new(),
+        transcript: None,
         millis: 0,
         fatal: false,
     }

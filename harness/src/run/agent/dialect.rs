@@ -1,0 +1,396 @@
+//! A case in an agent's file-name dialect. Seed 000 names its files `AGENTS.md` (with its name
+//! priority) and its rule modules `.elowen/rules/**/*.md` under the key `paths`; Claude Code reads
+//! `CLAUDE.md` and `.claude/rules`, Gemini CLI `GEMINI.md`. Before an agent runs a case, its tree
+//! and steps are translated into the agent's dialect ([`Dialect::translate`]), and every path it
+//! is observed to load is translated back ([`Translated::back`]), so the case's expectations are
+//! compared as written.
+//!
+//! A case the dialect cannot express is UNSUPPORTED, saying why: a seed name the agent has no name
+//! for, two seed names that become one file (`AGENTS.md` and `CLAUDE.md` in one folder, which is
+//! what a name-priority case is about), rule modules for an agent without a rules folder, a
+//! Windows or managed target, or a step a CLI cannot be made to take.
+
+use std::collections::BTreeMap;
+
+use crate::scenario::{Action, Platform, Scenario, TreeValue, WriteValue};
+
+use super::recipe::{Recipe, SEED_NAMES};
+
+/// Seed 000's rules folder ("Format and discovery": ".elowen/rules/**/*.md modules").
+const SEED_RULES: &str = ".elowen/rules";
+
+/// A case translated into an agent's dialect.
+#[derive(Debug, Clone)]
+pub struct Translated {
+    /// The case as the agent's tree and steps.
+    pub scenario: Scenario,
+    /// Each translated project path → the case's path.
+    back: BTreeMap<String, String>,
+    /// The agent's rules folder, if it has one.
+    rules_dir: Option<String>,
+}
+
+impl Translated {
+    /// The case's path of a project-relative path in the agent's dialect (`CLAUDE.md` →
+    /// `AGENTS.md`); a path the case never named is returned as it is.
+    pub fn back(&self, rel: &str) -> String {
+        if let Some(p) = self.back.get(rel) {
+            return p.clone();
+        }
+        match &self.rules_dir {
+            Some(dir) => match rel.strip_prefix(dir.as_str()).filter(|r| r.is_empty() || r.starts_with('/')) {
+                Some(rest) => format!("{SEED_RULES}{rest}"),
+                None => rel.to_string(),
+            },
+            None => rel.to_string(),
+        }
+    }
+
+    /// Whether a project-relative path (in the dialect) is a rule module: a Markdown file under
+    /// the rules folder.
+    pub fn is_rule(&self, rel: &str) -> bool {
+        self.rules_dir.as_deref().is_some_and(|d| rel.starts_with(&format!("{d}/")) && rel.ends_with(".md"))
+    }
+}
+
+/// The translation of one recipe's dialect.
+#[derive(Debug, Clone)]
+pub struct Dialect<'r> {
+    recipe: &'r Recipe,
+}
+
+impl<'r> Dialect<'r> {
+    /// The dialect of `recipe`.
+    pub fn new(recipe: &'r Recipe) -> Dialect<'r> {
+        Dialect { recipe }
+    }
+
+    fn agent(&self) -> &str {
+        &self.recipe.name
+    }
+
+    /// The agent's instruction-file names.
+    pub fn instruction_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.recipe.dialect.names.values().map(String::as_str).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The agent's rules folder.
+    pub fn rules_dir(&self) -> Option<&str> {
+        self.recipe.dialect.rules_dir.as_deref()
+    }
+
+    /// Translates a case; `Err` is the reason it is UNSUPPORTED.
+    pub fn translate(&self, s: &Scenario) -> Result<Translated, String> {
+        if s.platform != Platform::Posix {
+            return Err(format!("{} runs on this host: a {} target cannot be given to it", self.agent(), platform_name(s.platform)));
+        }
+        if s.local.is_some() {
+            return Err(format!("{} runs in a directory of this host, not on a computer behind a file client", self.agent()));
+        }
+        let mut out = s.clone();
+        let mut back = BTreeMap::new();
+        let mut forward = BTreeMap::new();
+        out.tree = BTreeMap::new();
+        for (path, value) in &s.tree {
+            let to = self.path(path)?;
+            note(&mut forward, &mut back, path, &to, self.agent())?;
+            let value = match value {
+                TreeValue::File(bytes) if self.is_rule_path(&to) => TreeValue::File(self.content(bytes)),
+                TreeValue::Symlink(target) => TreeValue::Symlink(self.link_target(target)),
+                other => other.clone(),
+            };
+            out.tree.insert(to, value);
+        }
+        for step in &mut out.steps {
+            match &mut step.action {
+                Action::Start | Action::NextRequest(None) => {}
+                Action::Touch(t) => {
+                    self.touchable(t)?;
+                    let (prefix, rel) = match t.path.strip_prefix("{root}/") {
+                        Some(rel) => ("{root}/", rel.to_string()),
+                        None => ("", t.path.clone()),
+                    };
+                    let to = self.path(&rel)?;
+                    note(&mut forward, &mut back, &rel, &to, self.agent())?;
+                    t.path = format!("{prefix}{to}");
+                }
+                Action::Write(w) => {
+                    let to = self.path(&w.path)?;
+                    note(&mut forward, &mut back, &w.path, &to, self.agent())?;
+                    if self.is_rule_path(&to) {
+                        let bytes = w.value.bytes()?;
+                        w.value = WriteValue::Hex(crate::wire::to_hex(&self.content(&bytes)));
+                    }
+                    w.path = to;
+                }
+                Action::Delete(p) => {
+                    let to = self.path(p)?;
+                    note(&mut forward, &mut back, p, &to, self.agent())?;
+                    *p = to;
+                }
+                Action::Rename(r) => {
+                    for p in [&mut r.from, &mut r.to] {
+                        let to = self.path(p)?;
+                        note(&mut forward, &mut back, p, &to, self.agent())?;
+                        *p = to;
+                    }
+                }
+                Action::Restart if self.recipe.launch.resume_args.is_none() => {
+                    return Err(format!("{}'s recipe has no way to resume a session (launch.resume_args)", self.agent()));
+                }
+                Action::Restart => {}
+                other => return Err(format!("{} cannot be made to take a '{}' step", self.agent(), action_word(other))),
+            }
+        }
+        Ok(Translated { scenario: out, back, rules_dir: self.rules_dir().map(str::to_string) })
+    }
+
+    /// Whether the CLI can be scripted to make this touch: a successful call of a tool its recipe
+    /// names. A CLI's own tool decides a call's outcome, and only its own read, write and edit
+    /// carry a file access; a tool without one (a shell, a listing) is sent where the recipe has it.
+    fn touchable(&self, t: &crate::scenario::TouchSpec) -> Result<(), String> {
+        let agent = self.agent();
+        let tool = t.tool();
+        if t.outcome() != crate::wire::Outcome::Ok {
+            return Err(format!("{agent}'s own tools decide a call's outcome: a scripted '{}' cannot be made", outcome_word(t.outcome())));
+        }
+        let file_tools = ["read", "write", "edit"];
+        match (t.carries_file_access(), file_tools.contains(&tool)) {
+            (true, false) => {
+                return Err(format!("a '{tool}' tool reporting a file access is not one of {agent}'s tools (only its read, write and edit are)"))
+            }
+            (false, true) => return Err(format!("{agent}'s '{tool}' tool cannot be made to carry no file access")),
+            _ => {}
+        }
+        if !self.recipe.tools.contains_key(tool) {
+            return Err(format!("{agent}'s recipe has no '{tool}' tool"));
+        }
+        Ok(())
+    }
+
+    /// A project-relative path in the dialect; paths outside the project (`../`) are unchanged.
+    pub fn path(&self, rel: &str) -> Result<String, String> {
+        if rel.starts_with("../") || rel == ".." || rel.starts_with('/') {
+            return Ok(rel.to_string());
+        }
+        let mut parts: Vec<String> = rel.split('/').map(str::to_string).collect();
+        let in_rules = rel == SEED_RULES || rel.starts_with(&format!("{SEED_RULES}/"));
+        if in_rules {
+            let Some(dir) = self.rules_dir() else {
+                return Err(format!("{} has no rules folder standing for {SEED_RULES} (recipe dialect.rules_dir)", self.agent()));
+            };
+            let rest: Vec<String> = parts.split_off(2);
+            let mut to: Vec<String> = dir.split('/').map(str::to_string).collect();
+            to.extend(rest);
+            return Ok(to.join("/"));
+        }
+        if parts.first().is_some_and(|p| p == ".elowen") {
+            if let Some(parent) = self.rules_dir().and_then(|d| d.rsplit_once('/')).map(|(p, _)| p.to_string()) {
+                if let Some(first) = parts.first_mut() {
+                    *first = parent;
+                }
+            }
+        }
+        if let Some(last) = parts.last_mut() {
+            if SEED_NAMES.contains(&last.as_str()) {
+                match self.recipe.dialect.names.get(last.as_str()) {
+                    Some(name) => *last = name.clone(),
+                    None => return Err(format!("{} has no name for {last} (recipe dialect.names)", self.agent())),
+                }
+            }
+        }
+        Ok(parts.join("/"))
+    }
+
+    fn is_rule_path(&self, rel: &str) -> bool {
+        self.rules_dir().is_some_and(|d| rel.starts_with(&format!("{d}/")))
+    }
+
+    /// A rule module's bytes with the frontmatter key `paths` renamed to the dialect's.
+    fn content(&self, bytes: &[u8]) -> Vec<u8> {
+        let key = &self.recipe.dialect.frontmatter_key;
+        if key == "paths" {
+            return bytes.to_vec();
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else { return bytes.to_vec() };
+        let (bom, body) = match text.strip_prefix('\u{feff}') {
+            Some(rest) => ("\u{feff}", rest),
+            None => ("", text),
+        };
+        if !(body.starts_with("---\n") || body.starts_with("---\r\n")) {
+            return bytes.to_vec();
+        }
+        let mut out = String::from(bom);
+        let mut in_front = true;
+        for (i, line) in body.split_inclusive('\n').enumerate() {
+            if i > 0 && in_front && line.trim_end() == "---" {
+                in_front = false;
+                out.push_str(line);
+                continue;
+            }
+            match line.strip_prefix("paths:") {
+                Some(rest) if in_front && i > 0 => {
+                    out.push_str(key);
+                    out.push(':');
+                    out.push_str(rest);
+                }
+                _ => out.push_str(line),
+            }
+        }
+        out.into_bytes()
+    }
+
+    /// A link's target with the names it passes through in the dialect.
+    fn link_target(&self, target: &str) -> String {
+        let parts: Vec<&str> = target.split('/').collect();
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while let Some(part) = parts.get(i) {
+            let next = parts.get(i + 1).copied();
+            match (self.rules_dir(), *part, next) {
+                (Some(dir), ".elowen", Some("rules")) => {
+                    out.push(dir.to_string());
+                    i += 2;
+                    continue;
+                }
+                _ => {}
+            }
+            let last = i + 1 == parts.len();
+            let mapped = if last { self.recipe.dialect.names.get(*part).cloned() } else { None };
+            out.push(mapped.unwrap_or_else(|| (*part).to_string()));
+            i += 1;
+        }
+        out.join("/")
+    }
+}
+
+/// Records `from` → `to`, refusing two case paths that become one agent path.
+fn note(
+    forward: &mut BTreeMap<String, String>,
+    back: &mut BTreeMap<String, String>,
+    from: &str,
+    to: &str,
+    agent: &str,
+) -> Result<(), String> {
+    if let Some(other) = back.get(to).filter(|o| o.as_str() != from) {
+        return Err(format!("{other} and {from} are both {to} in {agent}'s dialect (two names that collide)"));
+    }
+    forward.insert(from.to_string(), to.to_string());
+    back.insert(to.to_string(), from.to_string());
+    Ok(())
+}
+
+fn platform_name(p: Platform) -> &'static str {
+    match p {
+        Platform::Posix => "posix",
+        Platform::Windows => "Windows",
+        Platform::Managed => "managed (guest)",
+    }
+}
+
+fn outcome_word(o: crate::wire::Outcome) -> &'static str {
+    match o {
+        crate::wire::Outcome::Ok => "ok",
+        crate::wire::Outcome::Error => "error",
+        crate::wire::Outcome::Refused => "refused",
+        crate::wire::Outcome::PastEof => "past_eof",
+    }
+}
+
+fn action_word(a: &Action) -> &'static str {
+    match a {
+        Action::Start => "start",
+        Action::Touch(_) => "touch",
+        Action::NextRequest(_) => "next_request (in a named scope)",
+        Action::Compact => "compact",
+        Action::ColdClear => "cold_clear",
+        Action::Restart => "restart",
+        Action::NewSession => "new_session",
+        Action::Fork => "fork",
+        Action::FailNextAppend(_) => "fail_next_append",
+        Action::RejectNextResolution => "reject_next_resolution",
+        Action::SelectProject(_) => "select_project",
+        Action::Write(_) => "write",
+        Action::Delete(_) => "delete",
+        Action::Rename(_) => "rename",
+        Action::Environment(_) => "environment",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claude() -> Recipe {
+        let text = r#"
+name = "claude-code"
+description = "test"
+api = "anthropic-messages"
+[package]
+path = "/bin/true"
+[launch]
+args = []
+[tools.read]
+name = "Read"
+[dialect]
+names = { "AGENTS.md" = "CLAUDE.md", "CLAUDE.md" = "CLAUDE.md" }
+rules_dir = ".claude/rules"
+frontmatter_key = "globs"
+"#;
+        Recipe::parse(text, "t.toml").unwrap()
+    }
+
+    #[rstest::rstest]
+    #[case("AGENTS.md", Ok("CLAUDE.md"))]
+    #[case("src/api/AGENTS.md", Ok("src/api/CLAUDE.md"))]
+    #[case(".elowen/rules/api.md", Ok(".claude/rules/api.md"))]
+    #[case(".elowen/rules/sub/AGENTS.md", Ok(".claude/rules/sub/AGENTS.md"))]
+    #[case(".elowen/AGENTS.md", Ok(".claude/CLAUDE.md"))]
+    #[case("../outside/AGENTS.md", Ok("../outside/AGENTS.md"))]
+    #[case("src/x.ts", Ok("src/x.ts"))]
+    #[case("AGENTS.override.md", Err("claude-code has no name for AGENTS.override.md"))]
+    fn paths_are_translated_into_the_dialect(#[case] from: &str, #[case] to: Result<&str, &str>) {
+        let r = claude();
+        let got = Dialect::new(&r).path(from);
+        match to {
+            Ok(to) => assert_eq!(got.unwrap(), to),
+            Err(e) => assert!(got.unwrap_err().contains(e)),
+        }
+    }
+
+    #[test]
+    fn the_frontmatter_key_is_renamed_and_the_body_kept() {
+        let r = claude();
+        let got = Dialect::new(&r).content(b"---\npaths:\n  - \"src/**\"\n---\npaths: stays\n");
+        assert_eq!(String::from_utf8(got).unwrap(), "---\nglobs:\n  - \"src/**\"\n---\npaths: stays\n");
+    }
+
+    #[test]
+    fn two_seed_names_in_one_folder_collide() {
+        let r = claude();
+        let mut s: Scenario = serde_yaml::from_str(
+            "id: x\ntitle: t\nspec: []\nprofile: modules\nplatform: posix\ntree: {AGENTS.md: a, CLAUDE.md: b}\nsteps: [start]\n",
+        )
+        .unwrap();
+        s.steps.clear();
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert!(err.contains("collide"), "{err}");
+    }
+
+    #[test]
+    fn observed_paths_are_translated_back() {
+        let r = claude();
+        let s: Scenario = serde_yaml::from_str(
+            "id: x\ntitle: t\nspec: []\nprofile: modules\nplatform: posix\ntree: {AGENTS.md: a, src/AGENTS.md: b}\nsteps: [start]\n",
+        )
+        .unwrap();
+        let t = Dialect::new(&r).translate(&s).unwrap();
+        assert_eq!(t.back("CLAUDE.md"), "AGENTS.md");
+        assert_eq!(t.back("src/CLAUDE.md"), "src/AGENTS.md");
+        assert_eq!(t.back(".claude/rules/new.md"), ".elowen/rules/new.md");
+        assert!(t.scenario.tree.contains_key("src/CLAUDE.md"));
+    }
+}

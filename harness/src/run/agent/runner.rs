@@ -1,0 +1,609 @@
+//! An agent CLI as an [`Implementation`]: the unmodified CLI runs in the case's tree (translated
+//! into its dialect), against the fake model endpoint, and the case's steps become the
+//! conversation:
+//!
+//! 1. `start` launches the CLI; its first main request (one that offers tools) is the startup
+//!    observation.
+//! 2. Each `touch` becomes a call of the CLI's own read, write or edit tool, queued; `next_request`
+//!    answers the waiting request with the queued calls (one batch), and the request that carries
+//!    their results is that step's observation: what appears in it for the first time is the
+//!    activation. A `next_request` that follows no touch sends the recipe's `noop` call.
+//! 3. The harness edits the tree between steps while the CLI waits for the model's reply, so an
+//!    edit lands exactly between two requests.
+//! 4. `restart` ends the CLI (the scripted model answers with text, and the CLI exits) and
+//!    resumes its session with the recipe's `resume_args`; the resumed CLI's first main request
+//!    is the observation.
+//!
+//! A request that offers no tools (titles, summaries) gets a short text at once; a retried request
+//! gets the reply its round already got. Diagnostics, the persistence latch and hook escapes are
+//! not visible in what a CLI sends, so they are never compared ([`Implementation::unobservable`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::api::{self, Api, Call, Reply};
+use super::dialect::{Dialect, Translated};
+use super::extract::{self, Found, Kind};
+use super::jail::Jail;
+use super::recipe::Recipe;
+use super::server::{Handler, Incoming, Server};
+use crate::implementation::{ImplError, Implementation};
+use crate::scenario::Scenario;
+use crate::wire::{Hello, Observation, OpenCase, StepOp, ToolCall, WireActivation, WireFile, WireModule};
+
+/// How long a CLI gets to exit after the scripted model's last answer before its group is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(3);
+/// The most bytes of a CLI's stdout and stderr kept for a report.
+const OUTPUT_TAIL: usize = 16 << 10;
+/// What the scripted model says when the case is over, and to a request that offers no tools.
+const DONE: &str = "Done.";
+
+/// A main request waiting for the scripted model's reply.
+struct Main {
+    body: Value,
+    reply: mpsc::Sender<Reply>,
+}
+
+/// The server's side of the conversation: side requests are answered at once, a retried round
+/// with its earlier reply, and every other main request is handed to the runner.
+struct Bridge {
+    mains: mpsc::Sender<Main>,
+    generation: Arc<AtomicUsize>,
+    answered: BTreeMap<(usize, usize), Reply>,
+    wait: Duration,
+}
+
+impl Handler for Bridge {
+    fn reply(&mut self, api: Api, request: &Incoming) -> Reply {
+        if !api::offers_tools(api, &request.body) {
+            return Reply::Text(DONE.into());
+        }
+        let round = (self.generation.load(Ordering::SeqCst), api::tool_results(api, &request.body));
+        if let Some(r) = self.answered.get(&round) {
+            return r.clone();
+        }
+        let (tx, rx) = mpsc::channel();
+        if self.mains.send(Main { body: request.body.clone(), reply: tx }).is_err() {
+            return Reply::Text(DONE.into());
+        }
+        let reply = rx.recv_timeout(self.wait).unwrap_or_else(|_| Reply::Text(DONE.into()));
+        self.answered.insert(round, reply.clone());
+        reply
+    }
+}
+
+/// A running CLI process.
+struct Process {
+    child: Child,
+    _guard: crate::cleanup::Guard,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Process {
+    fn tail(buf: &Arc<Mutex<Vec<u8>>>) -> String {
+        let b = buf.lock().map(|b| b.clone()).unwrap_or_default();
+        String::from_utf8_lossy(&b).into_owned()
+    }
+
+    /// Kills the process group and reaps the leader.
+    fn kill(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            crate::cleanup::kill_group(pid);
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits up to `grace` for the CLI to exit by itself, then kills its group either way (its
+    /// helpers die with it).
+    fn finish(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + grace;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => break None,
+            }
+        };
+        self.kill();
+        status
+    }
+}
+
+/// Keeps the last [`OUTPUT_TAIL`] bytes of a pipe.
+fn collect(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
+    let buf = Arc::new(Mutex::new(Vec::new()));
+    let out = Arc::clone(&buf);
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            if let Ok(mut b) = out.lock() {
+                b.extend_from_slice(chunk.get(..n).unwrap_or_default());
+                let excess = b.len().saturating_sub(OUTPUT_TAIL);
+                b.drain(..excess);
+            }
+        }
+    });
+    buf
+}
+
+/// One open case.
+struct Live {
+    jail: Jail,
+    server: Option<Server>,
+    mains: mpsc::Receiver<Main>,
+    generation: Arc<AtomicUsize>,
+    pending: Option<Main>,
+    queued: Vec<ToolCall>,
+    process: Option<Process>,
+    root: PathBuf,
+    sandbox: PathBuf,
+    home: PathBuf,
+    /// Every (path, content) seen in an earlier request, and each path's last content.
+    seen: BTreeSet<(String, String)>,
+    last: BTreeMap<String, String>,
+    calls: usize,
+    steps: usize,
+}
+
+/// An agent CLI run from its recipe.
+pub struct Agent {
+    recipe: Recipe,
+    version: Option<String>,
+    program: PathBuf,
+    node_dir: Option<PathBuf>,
+    timeout: Duration,
+    translated: Option<Translated>,
+    live: Option<Live>,
+    notes: Vec<String>,
+    transcript: Option<String>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").field("agent", &self.recipe.pin(self.version.as_deref())).finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// The agent of `recipe` (at `version`, else its pin), each wait for a request bounded by
+    /// `timeout`. Fails when the CLI is not installed.
+    pub fn new(recipe: Recipe, version: Option<String>, timeout: Duration) -> Result<Agent, String> {
+        let program = recipe.program(version.as_deref())?;
+        Ok(Agent {
+            recipe,
+            version,
+            program,
+            node_dir: node_dir(),
+            timeout,
+            translated: None,
+            live: None,
+            notes: Vec::new(),
+            transcript: None,
+        })
+    }
+
+    fn api(&self) -> Api {
+        self.recipe.api
+    }
+
+    fn live(&mut self) -> Result<&mut Live, ImplError> {
+        self.live.as_mut().ok_or_else(|| ImplError::Refused("no case is open".into()))
+    }
+
+    fn translated(&self) -> Result<&Translated, ImplError> {
+        self.translated.as_ref().ok_or_else(|| ImplError::Refused("the case was not translated".into()))
+    }
+
+    /// The command that starts the CLI with `args`.
+    fn command(&self, live: &Live, args: &[String], base_url: &str) -> Command {
+        let fill = |s: &str| {
+            s.replace("{base_url}", base_url)
+                .replace("{home}", &live.home.to_string_lossy())
+                .replace("{root}", &live.root.to_string_lossy())
+        };
+        let mut cmd = Command::new(&self.program);
+        cmd.args(args.iter().map(|a| fill(a)));
+        cmd.current_dir(&live.root);
+        cmd.env_clear();
+        let mut path = Vec::new();
+        if let Some(dir) = &self.node_dir {
+            path.push(dir.to_string_lossy().into_owned());
+        }
+        path.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(String::from));
+        cmd.env("PATH", path.join(":"));
+        cmd.env("HOME", &live.home);
+        cmd.env("TMPDIR", live.home.join("tmp"));
+        cmd.env("LANG", "C.UTF-8");
+        for (k, v) in &self.recipe.launch.env {
+            cmd.env(k, fill(v));
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        cmd
+    }
+
+    /// Starts the CLI with `args` and waits for its first main request.
+    fn launch(&mut self, args: Vec<String>) -> Result<Main, ImplError> {
+        let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
+        let url = live.server.as_ref().map(Server::url).unwrap_or_default();
+        let cmd = self.command(live, &args, &url);
+        let mut child = live.jail.spawn(cmd).map_err(|e| {
+            ImplError::Fatal(format!("cannot start {} ({}): {e}", self.recipe.pin(self.version.as_deref()), self.program.display()))
+        })?;
+        let guard = crate::cleanup::register_group(child.id());
+        let stdout = child.stdout.take().map(collect).unwrap_or_default();
+        let stderr = child.stderr.take().map(collect).unwrap_or_default();
+        let live = self.live()?;
+        live.process = Some(Process { child, _guard: guard, stdout, stderr });
+        self.next_main()
+    }
+
+    /// Waits for the next main request, failing when the CLI exits first or the wait times out.
+    fn next_main(&mut self) -> Result<Main, ImplError> {
+        let timeout = self.timeout;
+        let live = self.live()?;
+        let deadline = Instant::now() + timeout;
+        loop {
+            match live.mains.recv_timeout(Duration::from_millis(50)) {
+                Ok(main) => return Ok(main),
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ImplError::Crash { reason: "the fake model endpoint stopped".into(), stderr: String::new() })
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let Some(p) = live.process.as_mut() else {
+                return Err(ImplError::Refused("the CLI is not running".into()));
+            };
+            if let Ok(Some(status)) = p.child.try_wait() {
+                let out = Process::tail(&p.stdout);
+                let err = Process::tail(&p.stderr);
+                return Err(ImplError::Crash {
+                    reason: format!("the CLI exited ({status}) before its next model request; stdout: {}", out.trim()),
+                    stderr: err,
+                });
+            }
+            if Instant::now() >= deadline {
+                let err = live.process.as_ref().map(|p| Process::tail(&p.stderr)).unwrap_or_default();
+                return Err(ImplError::Timeout { stderr: err });
+            }
+        }
+    }
+
+    /// What a request holds of the tree's instruction files.
+    fn found(&self, main: &Main) -> Result<Vec<Found>, ImplError> {
+        let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
+        let dialect = Dialect::new(&self.recipe);
+        let names = dialect.instruction_names();
+        let candidates = extract::candidates(&live.sandbox, &live.root, &names, dialect.rules_dir());
+        Ok(extract::find(&candidates, &api::segments(self.api(), &main.body)))
+    }
+
+    /// The startup observation of a (first or resumed) main request.
+    fn startup(&mut self, main: Main) -> Result<Observation, ImplError> {
+        let found = self.found(&main)?;
+        let translated = self.translated()?.clone();
+        let live = self.live()?;
+        live.pending = Some(main);
+        live.steps += 1;
+        let step = live.steps;
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        for f in found {
+            live.seen.insert((f.rel.clone(), f.content.clone()));
+            live.last.insert(f.rel.clone(), f.content.clone());
+            let path = translated.back(&f.rel);
+            notes.push(note(step, "startup", &path, &f));
+            files.push(WireFile {
+                kind: if f.kind == Kind::Root { "root" } else { "module" }.into(),
+                sha256: crate::compare::sha256_hex(&f.content),
+                content: f.content,
+                path,
+            });
+        }
+        self.notes.extend(notes);
+        Ok(Observation { startup: Some(files), ..Observation::default() })
+    }
+
+    /// The activation observation of the request that carries a batch's results.
+    fn activation(&mut self, main: Main) -> Result<Observation, ImplError> {
+        let found = self.found(&main)?;
+        let translated = self.translated()?.clone();
+        let segments = api::segments(self.api(), &main.body);
+        let live = self.live()?;
+        live.pending = Some(main);
+        live.steps += 1;
+        let step = live.steps;
+        let mut modules = Vec::new();
+        let mut texts: Vec<usize> = Vec::new();
+        let mut notes = Vec::new();
+        for f in found {
+            if !live.seen.insert((f.rel.clone(), f.content.clone())) {
+                continue;
+            }
+            let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some();
+            let path = translated.back(&f.rel);
+            notes.push(note(step, "activation", &path, &f));
+            if !texts.contains(&f.at.0) {
+                texts.push(f.at.0);
+            }
+            modules.push(WireModule { path, sha256: crate::compare::sha256_hex(&f.content), supersedes, content: f.content });
+        }
+        self.notes.extend(notes);
+        if modules.is_empty() {
+            return Ok(Observation::default());
+        }
+        let rendered: Vec<&str> = texts.iter().filter_map(|i| segments.get(*i)).map(|s| s.text.as_str()).collect();
+        Ok(Observation {
+            activation: Some(WireActivation { modules, rendered: rendered.join("\n") }),
+            ..Observation::default()
+        })
+    }
+
+    /// The scripted calls for the queued touches.
+    fn calls(&mut self) -> Result<Vec<Call>, ImplError> {
+        let live = self.live()?;
+        let queued = std::mem::take(&mut live.queued);
+        let root = live.root.clone();
+        let mut n = live.calls;
+        let mut out = Vec::new();
+        let tools = &self.recipe.tools;
+        let mut push = |key: &str, path: &Path, out: &mut Vec<Call>| -> Result<(), ImplError> {
+            let tool = tools
+                .get(key)
+                .ok_or_else(|| ImplError::Refused(format!("the recipe has no tool for '{key}'")))?;
+            n += 1;
+            out.push(Call { id: format!("toolu_conformance_{n:04}"), name: tool.name.clone(), args: args(&tool.args, path) });
+            Ok(())
+        };
+        if queued.is_empty() {
+            if self.recipe.tools.contains_key("noop") {
+                push("noop", &root, &mut out)?;
+            }
+        }
+        for call in &queued {
+            let path = absolute(&root, &call.path);
+            let key = call.tool.as_str();
+            if tools.get(key).is_some_and(|t| t.read_first) {
+                push("read", &path, &mut out)?;
+            }
+            push(key, &path, &mut out)?;
+        }
+        if let Some(live) = self.live.as_mut() {
+            live.calls = n;
+        }
+        Ok(out)
+    }
+
+    /// Answers the waiting request with text (the CLI's turn ends), if one waits.
+    fn answer_done(&mut self) {
+        if let Some(main) = self.live.as_mut().and_then(|l| l.pending.take()) {
+            let _ = main.reply.send(Reply::Text(DONE.into()));
+        }
+    }
+}
+
+/// A report note: where one file's text landed.
+fn note(step: usize, what: &str, path: &str, f: &Found) -> String {
+    let cut = if f.cut { format!(" (only its first {} bytes)", f.content.len()) } else { String::new() };
+    format!("request {step} ({what}): {path} in the {}{cut}", f.place)
+}
+
+/// A touched path, absolute.
+fn absolute(root: &Path, path: &str) -> PathBuf {
+    let p = Path::new(path);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        root.join(p)
+    }
+}
+
+/// A tool's arguments with the placeholders of `path` filled in.
+fn args(template: &serde_json::Map<String, Value>, path: &Path) -> Value {
+    let path_s = path.to_string_lossy().into_owned();
+    let content = std::fs::File::open(path)
+        .ok()
+        .and_then(|f| {
+            let mut b = Vec::new();
+            f.take(1 << 20).read_to_end(&mut b).ok().map(|_| String::from_utf8_lossy(&b).into_owned())
+        })
+        .unwrap_or_default();
+    let old = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
+    let fill = |s: &str| {
+        s.replace("{path_shell}", &crate::adapter::shell_quote(&path_s))
+            .replace("{path}", &path_s)
+            .replace("{content}", &content)
+            .replace("{old}", &old)
+            .replace("{new}", &format!("{old} "))
+    };
+    fn walk(v: &Value, fill: &dyn Fn(&str) -> String) -> Value {
+        match v {
+            Value::String(s) => Value::String(fill(s)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| walk(x, fill)).collect()),
+            Value::Object(o) => Value::Object(o.iter().map(|(k, x)| (k.clone(), walk(x, fill))).collect()),
+            other => other.clone(),
+        }
+    }
+    walk(&Value::Object(template.clone()), &fill)
+}
+
+/// The folder of this machine's `node`, for CLIs that are Node scripts.
+fn node_dir() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).find(|d| d.join("node").is_file())
+}
+
+impl Implementation for Agent {
+    fn hello(&mut self) -> Result<Hello, ImplError> {
+        Ok(Hello {
+            name: self.recipe.pin(self.version.as_deref()),
+            version: self.version.clone().or_else(|| self.recipe.package.version.clone()).unwrap_or_else(|| "local".into()),
+            language: "agent-cli".into(),
+            profiles: self.recipe.profiles.clone(),
+            capabilities: self.recipe.capabilities.clone(),
+            defaults: Default::default(),
+            codes: BTreeMap::new(),
+        })
+    }
+
+    fn translate(&mut self, s: &Scenario) -> Result<Option<Scenario>, String> {
+        let t = Dialect::new(&self.recipe).translate(s)?;
+        let scenario = t.scenario.clone();
+        self.translated = Some(t);
+        Ok(Some(scenario))
+    }
+
+    fn unobservable(&self) -> &'static [&'static str] {
+        &["diagnostics", "blocked", "escaped", "failed"]
+    }
+
+    fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    fn take_transcript(&mut self) -> Option<String> {
+        self.transcript.take()
+    }
+
+    fn network(&self) -> Option<String> {
+        self.live.as_ref().map(|l| l.jail.network().to_string())
+    }
+
+    fn open(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
+        self.close()?;
+        self.notes.clear();
+        self.transcript = None;
+        let root = PathBuf::from(&open.root);
+        let sandbox = root.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
+        let home = sandbox.join("home");
+        std::fs::create_dir_all(home.join("tmp")).map_err(|e| ImplError::Refused(format!("{}: {e}", home.display())))?;
+        let jail = Jail::new().map_err(ImplError::Fatal)?;
+        let listener = jail.bind().map_err(|e| ImplError::Fatal(format!("cannot bind the fake model endpoint: {e}")))?;
+        let (tx, mains) = mpsc::channel();
+        let generation = Arc::new(AtomicUsize::new(0));
+        let bridge = Bridge {
+            mains: tx,
+            generation: Arc::clone(&generation),
+            answered: BTreeMap::new(),
+            wait: self.timeout.saturating_mul(6),
+        };
+        let server = Server::start(listener, self.api(), Box::new(bridge))
+            .map_err(|e| ImplError::Fatal(format!("cannot serve the fake model endpoint: {e}")))?;
+        let url = server.url();
+        for (rel, text) in &self.recipe.launch.home_files {
+            let path = home.join(rel);
+            let text = text.replace("{base_url}", &url).replace("{home}", &home.to_string_lossy()).replace("{root}", &open.root);
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            std::fs::write(&path, text).map_err(|e| ImplError::Refused(format!("{}: {e}", path.display())))?;
+        }
+        self.live = Some(Live {
+            jail,
+            server: Some(server),
+            mains,
+            generation,
+            pending: None,
+            queued: Vec::new(),
+            process: None,
+            root,
+            sandbox,
+            home,
+            seen: BTreeSet::new(),
+            last: BTreeMap::new(),
+            calls: 0,
+            steps: 0,
+        });
+        Ok(Observation::default())
+    }
+
+    fn step(&mut self, op: &StepOp) -> Result<Observation, ImplError> {
+        match op {
+            StepOp::Start => {
+                let args = self.recipe.launch.args.clone();
+                let main = self.launch(args)?;
+                self.startup(main)
+            }
+            StepOp::Touch(call) => {
+                self.live()?.queued.push(call.clone());
+                Ok(Observation::default())
+            }
+            StepOp::NextRequest { .. } => {
+                let calls = self.calls()?;
+                if calls.is_empty() {
+                    // Nothing to send without a noop tool: the CLI makes no request, so none is observed.
+                    return Ok(Observation::default());
+                }
+                let pending = self.live()?.pending.take().ok_or_else(|| ImplError::Refused("no request waits for a reply".into()))?;
+                let _ = pending.reply.send(Reply::Tools(calls));
+                let main = self.next_main()?;
+                self.activation(main)
+            }
+            other => Err(ImplError::Refused(format!("an agent CLI cannot be made to take this step ({other:?})"))),
+        }
+    }
+
+    fn restart(&mut self, _open: &OpenCase) -> Result<Observation, ImplError> {
+        let Some(args) = self.recipe.launch.resume_args.clone() else {
+            return Err(ImplError::Refused("the recipe has no resume_args".into()));
+        };
+        self.answer_done();
+        let live = self.live()?;
+        if let Some(mut p) = live.process.take() {
+            p.finish(EXIT_GRACE);
+        }
+        live.generation.fetch_add(1, Ordering::SeqCst);
+        live.queued.clear();
+        let main = self.launch(args)?;
+        self.startup(main)
+    }
+
+    fn close(&mut self) -> Result<(), ImplError> {
+        self.answer_done();
+        let Some(mut live) = self.live.take() else { return Ok(()) };
+        if let Some(mut p) = live.process.take() {
+            p.finish(EXIT_GRACE);
+        }
+        if let Some(server) = live.server.take() {
+            let log = server.stop();
+            let mut text = String::new();
+            for x in &log {
+                text.push_str(&serde_json::to_string(&transcript_line(x)).unwrap_or_default());
+                text.push('\n');
+            }
+            self.transcript = Some(text);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+/// One exchange of the transcript.
+fn transcript_line(x: &super::server::Exchange) -> Value {
+    serde_json::json!({
+        "seq": x.incoming.seq,
+        "at_ms": x.at_ms,
+        "method": x.incoming.method,
+        "path": x.incoming.path,
+        "request": x.incoming.body,
+        "status": x.status,
+        "reply": x.reply,
+    })
+}
