@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use harness::adapter::{reference_adapter_path, ProcessAdapter};
+use harness::corpus::default_cases_dir;
 use harness::implementation::{Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir};
+use harness::load::load_dir;
 use harness::manifest::Manifest;
 use harness::suite::run_all;
 

@@ -28,7 +28,8 @@
 //! Each is a number of bytes of the source text, cut at a character boundary by [`cut`] with a
 //! visible `… (N more bytes)` marker before the text is escaped. Escaping then grows a text at
 //! most sixfold: a `"` becomes `&quot;` in XML and HTML, a C0 character the four characters
-//! `\x01` (five in Markdown, `\\x01`). Diffs have bounds of their own ([`crate::diff`]).
+//! `\x01` (five in Markdown, `\\x01`). Diffs have bounds of their own, set by the diff renderer,
+//! which cuts with [`cut`] (it uses this file, so this file does not link to it).
 //!
 //! So every rendered report but JSON — human, Markdown, JUnit, badge, the matrix pages — holds
 //! at most 6 × ([`DETAIL_MAX`] + [`REASON_MAX`] + [`MESSAGE_MAX`] + 4 × [`FIELD_MAX`]) bytes and a

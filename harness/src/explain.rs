@@ -5,7 +5,8 @@ use std::fmt::Write;
 use std::fs;
 use std::path::Path;
 
-use crate::load::{Case, Corpus, TREE_MARKER};
+use crate::corpus::{Corpus, TREE_MARKER};
+use crate::load::Case;
 use crate::scenario::Platform;
 use crate::tree::Sandbox;
 

@@ -1,6 +1,7 @@
 //! What the harness drives: an [`Implementation`] opens a case, runs its steps and restarts. The
 //! reference runs in-process ([`InProcess`]); any other implementation runs behind the adapter
-//! protocol ([`crate::adapter::ProcessAdapter`]).
+//! protocol (`ProcessAdapter`, in the adapter module, which implements this trait and so is not
+//! linked from here).
 
 use crate::driver::Driver;
 use crate::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};

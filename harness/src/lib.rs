@@ -12,6 +12,7 @@ pub mod corpus;
 pub mod coverage;
 pub mod diff;
 pub mod driver;
+pub mod error;
 pub mod escape;
 pub mod explain;
 pub mod fuzzing;

@@ -2,16 +2,13 @@
 //! name the file, the line and the field; one bad file never hides the others.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-pub use crate::corpus::Corpus;
+use crate::corpus::Corpus;
+use crate::error::LoadError;
 use crate::scenario::{Action, Basis, BasisSpec, Failure, Platform, Scenario, TreeValue};
 use crate::vocabulary;
-
-/// A file that marks a directory as a materialised tree, never searched for cases.
-pub const TREE_MARKER: &str = ".conformance-tree";
 
 /// A loaded case.
 #[derive(Debug, Clone)]
@@ -24,33 +21,6 @@ pub struct Case {
     pub scenario: Scenario,
     /// The case file's text.
     pub text: String,
-}
-
-/// A loading error, located.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    /// The file.
-    pub file: PathBuf,
-    /// The 1-based line, where known.
-    pub line: Option<usize>,
-    /// What is wrong, naming the field.
-    pub message: String,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // A message may quote the case file (a parser's does), so it is clipped.
-        let message = crate::input::clip(&self.message);
-        match self.line {
-            Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, message),
-            None => write!(f, "{}: {}", self.file.display(), message),
-        }
-    }
-}
-
-/// The default corpus: `spec-cases/` of this workspace.
-pub fn default_cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("spec-cases")
 }
 
 /// The first 1-based line of `text` containing `needle`.

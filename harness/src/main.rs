@@ -7,9 +7,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use harness::corpus::Corpus;
 use harness::escape::{self, cut};
 use harness::implementation::{Implementation, InProcess};
-use harness::load::{Case, Corpus};
+use harness::load::Case;
 use harness::manifest::Manifest;
 use harness::report::{self, Summary};
 use harness::run::{Level, Status};

@@ -7,8 +7,9 @@
 use std::time::Duration;
 
 use harness::adapter::{reference_adapter_path, ProcessAdapter};
+use harness::corpus::default_cases_dir;
 use harness::implementation::{reference_hello, Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir};
+use harness::load::load_dir;
 use harness::run::{run_case, RunContext};
 
 /// Each case runs in its own `<tmp>/conformance-XXXXXX`; cut that segment out of every string.

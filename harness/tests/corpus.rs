@@ -5,8 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use harness::corpus::default_cases_dir;
 use harness::coverage::{coverage, load_clauses, misquoted, report};
-use harness::load::{default_cases_dir, load_dir};
+use harness::load::load_dir;
 
 fn retired() -> Vec<String> {
     let text = std::fs::read_to_string(default_cases_dir().join("retired-ids.txt")).unwrap();

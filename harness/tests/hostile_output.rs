@@ -13,8 +13,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use harness::compare::Mismatch;
+use harness::corpus::default_cases_dir;
 use harness::implementation::{reference_hello, InProcess};
-use harness::load::{default_cases_dir, load_dir};
+use harness::load::load_dir;
 use harness::report::{self, Summary};
 use harness::run::{run_case, CaseResult, RunContext, Status, Verdict};
 use harness::scenario::Basis;

@@ -4,8 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use harness::corpus::default_cases_dir;
 use harness::implementation::{reference_hello, InProcess};
-use harness::load::{default_cases_dir, load_dir};
+use harness::load::load_dir;
 use harness::manifest::{Entry, Manifest};
 use harness::report::{self, Summary};
 use harness::run::{run_case, RunContext, Status};

@@ -16,8 +16,9 @@ use std::process::ExitCode;
 
 use std::time::Duration;
 
+use harness::corpus::default_cases_dir;
 use harness::implementation::{reference_hello, ImplError, Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir};
+use harness::load::load_dir;
 use harness::report::case_detail;
 use harness::run::{run_case, RunContext, Status};
 use harness::wire::{Hello, Observation, OpenCase, StepOp};
