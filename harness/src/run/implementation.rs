@@ -3,8 +3,8 @@
 //! protocol (`ProcessAdapter`, in the adapter module, which implements this trait and so is not
 //! linked from here).
 
-use crate::driver::Driver;
-use crate::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};
+use crate::run::driver::Driver;
+use crate::run::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};
 
 /// How a request to an implementation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +67,7 @@ pub trait Implementation {
     /// Hands the implementation a share in the next case's directories, which it keeps while it
     /// may still write in them: the case's sandbox is removed only when the share is gone too.
     /// The default drops it (a process adapter is killed before its sandbox is removed).
-    fn lend(&mut self, _lease: Option<crate::tree::Lease>) {}
+    fn lend(&mut self, _lease: Option<crate::case::tree::Lease>) {}
     /// Whether the implementation takes a whole case at once ([`Implementation::run_whole`])
     /// rather than step by step. The default is false.
     fn is_one_shot(&self) -> bool {
@@ -85,7 +85,7 @@ pub trait Implementation {
     }
 }
 
-pub use crate::driver::reference_hello;
+pub use crate::run::driver::reference_hello;
 
 /// The reference, in-process, on a worker thread of its own so that a step has the same timeout
 /// as an adapter's: a step that does not finish in time is a TIMEOUT, the worker is abandoned
@@ -97,7 +97,7 @@ pub struct InProcess {
     timeout: std::time::Duration,
     /// The open case's directories, lent to every job: a worker abandoned at a timeout keeps
     /// them until its step ends, so it never writes where they were (issue 21).
-    lease: Option<crate::tree::Lease>,
+    lease: Option<crate::case::tree::Lease>,
 }
 
 impl Default for InProcess {
@@ -116,13 +116,13 @@ enum Job {
 
 #[derive(Debug)]
 struct Worker {
-    jobs: std::sync::mpsc::Sender<(Job, Option<crate::tree::Lease>)>,
+    jobs: std::sync::mpsc::Sender<(Job, Option<crate::case::tree::Lease>)>,
     done: std::sync::mpsc::Receiver<Result<Observation, String>>,
 }
 
 impl Worker {
     fn start() -> Worker {
-        let (jobs, job_rx) = std::sync::mpsc::channel::<(Job, Option<crate::tree::Lease>)>();
+        let (jobs, job_rx) = std::sync::mpsc::channel::<(Job, Option<crate::case::tree::Lease>)>();
         let (done_tx, done) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut driver: Option<Driver> = None;
@@ -214,7 +214,7 @@ impl Implementation for InProcess {
         self.lease = None;
         closed
     }
-    fn lend(&mut self, lease: Option<crate::tree::Lease>) {
+    fn lend(&mut self, lease: Option<crate::case::tree::Lease>) {
         self.lease = lease;
     }
 }
@@ -225,22 +225,22 @@ impl Implementation for InProcess {
 pub fn validate_hello(hello: &Hello) -> Result<(), String> {
     let mut problems = Vec::new();
     for p in &hello.profiles {
-        if let Err(e) = crate::load::check_profile(p) {
+        if let Err(e) = crate::case::load::check_profile(p) {
             problems.push(format!("profile {e}"));
         }
     }
-    let capabilities = crate::vocabulary::capabilities();
+    let capabilities = crate::case::vocabulary::capabilities();
     for c in &hello.capabilities {
         if capabilities.contains_key(c) {
             continue;
         }
-        if crate::vocabulary::is_rule(c) {
+        if crate::case::vocabulary::is_rule(c) {
             problems.push(format!(
                 "'{c}' is a rule, not a capability: rules (confinement, the cap, ordering, ...) cannot be declared away"
             ));
             continue;
         }
-        let hint = crate::vocabulary::nearest(c, capabilities.keys().map(String::as_str))
+        let hint = crate::case::vocabulary::nearest(c, capabilities.keys().map(String::as_str))
             .map(|n| format!(" (did you mean '{n}'?)"))
             .unwrap_or_default();
         problems.push(format!("capability '{c}' is not in the vocabulary{hint}"));
@@ -319,7 +319,7 @@ impl Implementation for WithDeclared {
     fn set_case(&mut self, id: &str) {
         self.inner.set_case(id);
     }
-    fn lend(&mut self, lease: Option<crate::tree::Lease>) {
+    fn lend(&mut self, lease: Option<crate::case::tree::Lease>) {
         self.inner.lend(lease);
     }
     fn is_one_shot(&self) -> bool {
@@ -338,8 +338,8 @@ impl Implementation for WithDeclared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::TreeValue;
-    use crate::tree::Sandbox;
+    use crate::case::scenario::TreeValue;
+    use crate::case::tree::Sandbox;
     use std::time::{Duration, Instant};
 
     #[test]

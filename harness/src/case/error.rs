@@ -19,7 +19,7 @@ pub struct LoadError {
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // A message may quote the case file (a parser's does), so it is clipped.
-        let message = crate::input::clip(&self.message);
+        let message = crate::util::input::clip(&self.message);
         match self.line {
             Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, message),
             None => write!(f, "{}: {}", self.file.display(), message),

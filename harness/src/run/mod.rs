@@ -1,0 +1,11 @@
+//! Running a case: what the harness drives ([`implementation`]), the reference in-process
+//! ([`driver`]), any other implementation behind the adapter protocol ([`adapter`], its data in
+//! [`wire`]), one case start to end ([`case`]), and a selection of cases in parallel jobs
+//! ([`suite`]).
+
+pub mod adapter;
+pub mod case;
+pub mod driver;
+pub mod implementation;
+pub mod suite;
+pub mod wire;
