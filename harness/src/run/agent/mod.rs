@@ -5,3 +5,4 @@
 //! modules know nothing of cases or steps.
 
 pub mod api;
+pub mod server;
