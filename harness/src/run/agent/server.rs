@@ -193,8 +193,11 @@ fn work(http: &tiny_http::Server, api: Api, mut handler: Box<dyn Handler>, stopp
         match http.recv_timeout(POLL) {
             Ok(Some(request)) => {
                 let at_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let exchange = serve(request, seq, at_ms, api, handler.as_mut());
+                let mut request = request;
+                let (exchange, encoded, abandon) = serve(&mut request, seq, at_ms, api, handler.as_mut());
+                // Logged before it is sent, so a client that has its answer finds it in the log.
                 record(&mut lock(log), exchange);
+                respond(request, &encoded, abandon);
                 seq += 1;
             }
             Ok(None) => {}
@@ -225,8 +228,15 @@ fn read_body(request: &mut tiny_http::Request) -> Body {
     }
 }
 
-/// Answers one request and returns its log entry.
-fn serve(mut request: tiny_http::Request, seq: u64, at_ms: u64, api: Api, handler: &mut dyn Handler) -> Exchange {
+/// Reads one request and works out its answer: the log entry, the response, and whether the
+/// connection is to be abandoned (see [`MAX_DRAINED`]).
+fn serve(
+    request: &mut tiny_http::Request,
+    seq: u64,
+    at_ms: u64,
+    api: Api,
+    handler: &mut dyn Handler,
+) -> (Exchange, Encoded, bool) {
     let method = request.method().as_str().to_owned();
     let path = redact_query(request.url());
     let headers = request
@@ -241,7 +251,7 @@ fn serve(mut request: tiny_http::Request, seq: u64, at_ms: u64, api: Api, handle
         .collect();
     let mut incoming = Incoming { seq, method, path, headers, body: Value::Null, raw_len: 0 };
     let mut abandon = false;
-    let encoded = match read_body(&mut request) {
+    let encoded = match read_body(request) {
         Body::TooLarge(n) => {
             incoming.raw_len = n;
             abandon = n > MAX_DRAINED;
@@ -264,8 +274,8 @@ fn serve(mut request: tiny_http::Request, seq: u64, at_ms: u64, api: Api, handle
             }
         }
     };
-    respond(request, &encoded, abandon);
-    Exchange { incoming, status: encoded.status, reply: clip_reply(encoded.body), at_ms }
+    let exchange = Exchange { incoming, status: encoded.status, reply: clip_reply(encoded.body.clone()), at_ms };
+    (exchange, encoded, abandon)
 }
 
 fn answer(api: Api, incoming: &Incoming, handler: &mut dyn Handler) -> Encoded {
