@@ -1,9 +1,10 @@
 //! Running a case: what the harness drives ([`implementation`]), the reference in-process
 //! ([`driver`]), any other implementation behind the adapter protocol ([`adapter`], its data in
-//! [`wire`]), one case start to end ([`case`]), and a selection of cases in parallel jobs
-//! ([`suite`]).
+//! [`wire`]), an agent CLI behind a scripted model endpoint ([`agent`]), one case start to end
+//! ([`case`]), and a selection of cases in parallel jobs ([`suite`]).
 
 pub mod adapter;
+pub mod agent;
 pub mod case;
 pub mod driver;
 pub mod implementation;
