@@ -463,3 +463,15 @@ fn claude_md_is_the_root_file_when_there_is_no_agents_md() {
     let system = anthropic_system(&server.requests()[1]).to_owned();
     assert!(system.contains(&format!("Contents of {}:\nClaude root.\n", real(root.path()).join("CLAUDE.md").display())));
 }
+
+#[test]
+fn a_model_that_asks_for_tools_for_50_rounds_stops_the_agent_with_exit_3() {
+    let root = project();
+    let home = tempfile::tempdir().unwrap();
+    let mut replies = vec![anthropic_text("Title")];
+    replies.extend((0..50).map(|n| anthropic_read(&format!("t{n}"), "src/api/x.ts")));
+    let server = Server::start(replies);
+    let output = run_agent(root.path(), home.path(), &server, &[], &["-p", "x"]);
+    assert_eq!(output.status.code(), Some(3), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(server.requests().len(), 51);
+}
