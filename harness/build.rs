@@ -1,4 +1,4 @@
-//! The corpus is built into the binary (src/corpus.rs): any change under spec-cases/ must rebuild
+//! The corpus is built into the binary (src/case/corpus.rs): any change under spec-cases/ must rebuild
 //! it, new files included, which `include_dir!` alone does not track on stable Rust.
 
 fn main() {

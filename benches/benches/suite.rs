@@ -6,11 +6,12 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use harness::adapter::{reference_adapter_path, ProcessAdapter};
-use harness::implementation::{Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir};
-use harness::manifest::Manifest;
-use harness::suite::run_all;
+use harness::case::corpus::default_cases_dir;
+use harness::case::load::load_dir;
+use harness::judge::manifest::Manifest;
+use harness::run::adapter::{reference_adapter_path, ProcessAdapter};
+use harness::run::implementation::{Implementation, InProcess};
+use harness::run::suite::run_all;
 
 fn suite(c: &mut Criterion) {
     let cases = load_dir(&default_cases_dir()).expect("corpus");
@@ -22,7 +23,7 @@ fn suite(c: &mut Criterion) {
     group.bench_function("floor:in_process", |b| {
         b.iter(|| {
             let factory = || Ok(Box::new(InProcess::default()) as Box<dyn Implementation + Send>);
-            run_all(&cases, &factory, 1, &manifest, harness::run::Level::All, false, false).expect("run")
+            run_all(&cases, &factory, 1, &manifest, harness::run::case::Level::All, false, false).expect("run")
         })
     });
     let command = exe.to_string_lossy().into_owned();
@@ -32,7 +33,7 @@ fn suite(c: &mut Criterion) {
                 let imp = ProcessAdapter::new(command.clone(), home.path(), Duration::from_secs(20), 0);
                 Ok(Box::new(imp) as Box<dyn Implementation + Send>)
             };
-            run_all(&cases, &factory, 1, &manifest, harness::run::Level::All, false, false).expect("run")
+            run_all(&cases, &factory, 1, &manifest, harness::run::case::Level::All, false, false).expect("run")
         })
     });
     group.finish();

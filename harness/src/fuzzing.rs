@@ -5,8 +5,8 @@
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use crate::driver::Driver;
-use crate::wire::{CasePlatform, OpenCase, StepOp, TreeEdit, WireEntry};
+use crate::run::driver::Driver;
+use crate::run::wire::{CasePlatform, OpenCase, StepOp, TreeEdit, WireEntry};
 use reference::frontmatter::{self, Kind};
 use reference::glob::RulesBuilder;
 use reference::{Code, Platform, RelPath};
@@ -125,13 +125,13 @@ pub fn within(data: &[u8]) {
 /// Scenario YAML: loading never panics, whatever the text.
 pub fn scenario(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = crate::load::parse(text);
+    let _ = crate::case::load::parse(text);
 }
 
 /// Adapter protocol messages: decoding never panics, and a decoded message encodes to JSON that
 /// decodes to the same message.
 pub fn protocol(data: &[u8]) {
-    use crate::adapter::{OneShotReply, OneShotRequest, Reply, Request};
+    use crate::run::adapter::{OneShotReply, OneShotRequest, Reply, Request};
     fn roundtrip<T: serde::Serialize + serde::de::DeserializeOwned + PartialEq + std::fmt::Debug>(data: &[u8]) {
         if let Ok(v) = serde_json::from_slice::<T>(data) {
             let back: T = serde_json::from_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
@@ -189,18 +189,19 @@ fn ops(data: &[u8]) -> (Vec<(usize, usize)>, Vec<Op>) {
 
 fn step_op(op: Op) -> StepOp {
     match op {
-        Op::Touch(i) => StepOp::Touch(crate::wire::ToolCall {
+        Op::Touch(i) => StepOp::Touch(crate::run::wire::ToolCall {
             tool: "read".into(),
             path: TOUCHES[i].into(),
-            outcome: crate::wire::Outcome::Ok,
+            outcome: crate::run::wire::Outcome::Ok,
             file_access: Some(TOUCHES[i].into()),
             args: None,
         }),
         Op::Request => StepOp::NextRequest { scope: None, calls: Vec::new() },
         Op::Compact => StepOp::Compact,
-        Op::Edit(f, t) => {
-            StepOp::EditTree(TreeEdit::Write { path: FILES[f].into(), hex: crate::wire::to_hex(TEXTS[t].as_bytes()) })
-        }
+        Op::Edit(f, t) => StepOp::EditTree(TreeEdit::Write {
+            path: FILES[f].into(),
+            hex: crate::run::wire::to_hex(TEXTS[t].as_bytes()),
+        }),
         Op::FailNext => StepOp::FailNextAppend { durable: false },
         Op::ColdClear => StepOp::ColdClear,
     }
@@ -208,12 +209,16 @@ fn step_op(op: Op) -> StepOp {
 
 /// Runs the model; `restart_after_quiet_requests` inserts a restart after every request that left
 /// nothing queued and nothing armed. Returns the observations of the model's own steps.
-fn run_model(tree: &[(usize, usize)], ops: &[Op], restart_after_quiet_requests: bool) -> Vec<crate::wire::Observation> {
+fn run_model(
+    tree: &[(usize, usize)],
+    ops: &[Op],
+    restart_after_quiet_requests: bool,
+) -> Vec<crate::run::wire::Observation> {
     let state = tempfile::tempdir().unwrap();
     let entries = tree
         .iter()
         .filter(|(_, t)| *t < TEXTS.len())
-        .map(|&(f, t)| WireEntry::File { path: FILES[f].into(), hex: crate::wire::to_hex(TEXTS[t].as_bytes()) })
+        .map(|&(f, t)| WireEntry::File { path: FILES[f].into(), hex: crate::run::wire::to_hex(TEXTS[t].as_bytes()) })
         .collect();
     let open = OpenCase {
         profile: "modules".into(),
@@ -295,7 +300,7 @@ pub fn confinement(data: &[u8]) {
     std::fs::create_dir_all(&root).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("AGENTS.md"), CONFINE_CANARY).unwrap();
-    let sandbox = crate::beneath::Beneath::open(dir.path()).unwrap();
+    let sandbox = crate::util::beneath::Beneath::open(dir.path()).unwrap();
     for pair in data.chunks(2).take(12) {
         let path = format!("root/{}", CONFINE_PATHS[usize::from(pair[0]) % CONFINE_PATHS.len()]);
         let kind = pair.get(1).copied().unwrap_or(0);

@@ -1,32 +1,22 @@
 //! The conformance harness: loads scenarios, materialises their trees, drives their steps through
 //! an [`Implementation`], compares observations with expectations, and reports.
 //!
-//! Data flows one way: scenario YAML → [`load`] → [`tree`] → [`run`] (through an
-//! [`Implementation`]) → [`compare`] → one [`run::CaseResult`] per case → [`report`] → exit code.
+//! Its folders are the stages a case flows through, in order; data flows one way:
+//!
+//! scenario YAML → [`case`] (corpus, scenario, vocabulary, load, tree, coverage) → [`run`]
+//! (implementation, driver, adapter, wire, case, suite) → [`judge`] (compare, manifest) → one
+//! [`run::case::CaseResult`] per case → [`report`] (formats, matrix, explain, diff, escape) →
+//! exit code.
+//!
+//! [`util`] (input, beneath, cleanup) lies below every stage. [`fuzzing`] holds the entry points of
+//! the fuzz targets in `fuzz/`.
 
-pub mod adapter;
-pub mod beneath;
-pub mod cleanup;
-pub mod compare;
-pub mod corpus;
-pub mod coverage;
-pub mod diff;
-pub mod driver;
-pub mod escape;
-pub mod explain;
+pub mod case;
 pub mod fuzzing;
-pub mod implementation;
-pub mod input;
-pub mod load;
-pub mod manifest;
-pub mod matrix;
+pub mod judge;
 pub mod report;
 pub mod run;
-pub mod scenario;
-pub mod suite;
-pub mod tree;
-pub mod vocabulary;
-pub mod wire;
+pub mod util;
 
-pub use implementation::{ImplError, Implementation, InProcess};
-pub use wire::Hello;
+pub use run::implementation::{ImplError, Implementation, InProcess};
+pub use run::wire::Hello;

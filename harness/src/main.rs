@@ -7,14 +7,15 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use harness::escape::{self, cut};
-use harness::implementation::{Implementation, InProcess};
-use harness::load::{Case, Corpus};
-use harness::manifest::Manifest;
-use harness::report::{self, Summary};
-use harness::run::{Level, Status};
-use harness::suite::{parse_shard, run_all, Factory, Selection};
-use harness::tree::FakeHome;
+use harness::case::corpus::Corpus;
+use harness::case::load::Case;
+use harness::case::tree::FakeHome;
+use harness::judge::manifest::Manifest;
+use harness::report::escape::{self, cut};
+use harness::report::formats::{self, Summary};
+use harness::run::case::{Level, Status};
+use harness::run::implementation::{Implementation, InProcess};
+use harness::run::suite::{parse_shard, run_all, Factory, Selection};
 
 /// What `--version` says: the suite, the protocol and every profile, which move independently.
 const LONG_VERSION: &str = concat!(
@@ -248,7 +249,7 @@ fn corpus(cases: &CasesArg) -> Corpus {
 
 fn load(cases: &CasesArg) -> Result<Vec<Case>, String> {
     let corpus = corpus(cases);
-    let cases = harness::load::load(&corpus)
+    let cases = harness::case::load::load(&corpus)
         .map_err(|errs| errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))?;
     if cases.is_empty() {
         return Err(format!("no cases found under {} (a run that finds zero cases fails)", corpus.origin.display()));
@@ -256,10 +257,10 @@ fn load(cases: &CasesArg) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-fn declared(args: &RunArgs) -> harness::implementation::Declared {
+fn declared(args: &RunArgs) -> harness::run::implementation::Declared {
     // `--capabilities ''` declares none.
     let words = |v: &Vec<String>| v.iter().filter(|w| !w.trim().is_empty()).map(|w| w.trim().to_string()).collect();
-    harness::implementation::Declared {
+    harness::run::implementation::Declared {
         profiles: args.profiles.as_ref().map(words),
         capabilities: args.capabilities.as_ref().map(words),
         exclude: words(&args.exclude_capabilities),
@@ -268,12 +269,12 @@ fn declared(args: &RunArgs) -> harness::implementation::Declared {
 
 fn with_declared(
     imp: Box<dyn Implementation + Send>,
-    declared: &harness::implementation::Declared,
+    declared: &harness::run::implementation::Declared,
 ) -> Box<dyn Implementation + Send> {
     if declared.is_empty() {
         imp
     } else {
-        Box::new(harness::implementation::WithDeclared { inner: imp, declared: declared.clone() })
+        Box::new(harness::run::implementation::WithDeclared { inner: imp, declared: declared.clone() })
     }
 }
 
@@ -299,9 +300,9 @@ fn factory(args: &RunArgs) -> Result<(Box<Factory<'static>>, Option<FakeHome>), 
     let declared = declared(args);
     let make = move || {
         let imp: Box<dyn Implementation + Send> = if one_shot {
-            Box::new(harness::adapter::OneShotAdapter::new(cmd.clone(), home.clone(), timeout))
+            Box::new(harness::run::adapter::OneShotAdapter::new(cmd.clone(), home.clone(), timeout))
         } else {
-            Box::new(harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts))
+            Box::new(harness::run::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, max_restarts))
         };
         Ok(with_declared(imp, &declared))
     };
@@ -327,7 +328,7 @@ fn agent_factory(
 }
 
 /// Writes the transcript of every case that has one to `dir/<id>.jsonl`.
-fn write_transcripts(dir: &Path, results: &[harness::run::CaseResult]) -> Result<(), String> {
+fn write_transcripts(dir: &Path, results: &[harness::run::case::CaseResult]) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for r in results {
         if let Some(t) = &r.transcript {
@@ -341,7 +342,7 @@ fn write_transcripts(dir: &Path, results: &[harness::run::CaseResult]) -> Result
 /// The command that rewrites the manifest at `path` from a run like this one: the binary that is
 /// running, and every flag that selects or runs cases, exactly as given.
 fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
-    use harness::adapter::shell_quote;
+    use harness::run::adapter::shell_quote;
     let program = std::env::args().next().unwrap_or_else(|| "conformance".into());
     let mut cmd = format!("{} expectations --write {}", shell_quote(&program), shell_quote(&path.to_string_lossy()));
     let mut flag = |name: &str, value: Option<String>| {
@@ -369,11 +370,11 @@ fn rewrite_hint(args: &RunArgs, path: &Path) -> String {
 }
 
 /// Runs the selection; `Err((message, code))` for exit-2 conditions.
-fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResult>, Manifest), String> {
+fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::case::CaseResult>, Manifest), String> {
     let cases = load(&args.cases)?;
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     if let Some(p) = &args.profile {
-        harness::load::check_profile(p).map_err(|e| format!("--profile {e}"))?;
+        harness::case::load::check_profile(p).map_err(|e| format!("--profile {e}"))?;
     }
     let selection = Selection { filter: args.filter.clone(), profile: args.profile.clone(), shard };
     let manifest = match &args.expectations {
@@ -412,7 +413,7 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::CaseResu
     // Every adapter has been stopped and reaped by now: any child left is a descendant that
     // escaped its process group, re-parented to the harness.
     drop(factory);
-    let escaped = harness::cleanup::reap_orphans();
+    let escaped = harness::util::cleanup::reap_orphans();
     if escaped > 0 {
         eprintln!("conformance: killed {escaped} process(es) the adapter left behind outside its process group");
     }
@@ -443,7 +444,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     use std::io::IsTerminal;
     let terminal =
         if args.format == Format::Human { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
-    let human = report::human(&results, &summary, report::use_colour(terminal));
+    let human = formats::human(&results, &summary, formats::use_colour(terminal));
     let rendered = Rendered { hello: &hello, results: &results, summary: &summary, profile: args.profile.as_deref() };
     if args.format == Format::Human {
         emit_painted(&format!("{human}\n"));
@@ -469,7 +470,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let cut: Vec<&str> = results
         .iter()
         .filter_map(|r| r.reason.as_deref())
-        .filter(|r| r.starts_with(harness::suite::FAIL_FAST_NOT_RUN))
+        .filter(|r| r.starts_with(harness::run::suite::FAIL_FAST_NOT_RUN))
         .collect();
     if let Some(why) = cut.first() {
         eprintln!("conformance: {} cases {}", cut.len(), line(why, escape::MESSAGE_MAX));
@@ -490,7 +491,7 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
 /// One run's results, ready to be rendered in any format.
 struct Rendered<'a> {
     hello: &'a harness::Hello,
-    results: &'a [harness::run::CaseResult],
+    results: &'a [harness::run::case::CaseResult],
     summary: &'a Summary,
     profile: Option<&'a str>,
 }
@@ -498,11 +499,11 @@ struct Rendered<'a> {
 impl Rendered<'_> {
     fn render(&self, format: Format) -> String {
         match format {
-            Format::Human => report::human(self.results, self.summary, false),
-            Format::Json => report::json(self.hello, self.results, self.summary),
-            Format::Junit => report::junit(self.hello, self.results, self.summary),
-            Format::Markdown => report::markdown(self.hello, self.results, self.summary),
-            Format::Badge => report::badge(self.results, self.profile),
+            Format::Human => formats::human(self.results, self.summary, false),
+            Format::Json => formats::json(self.hello, self.results, self.summary),
+            Format::Junit => formats::junit(self.hello, self.results, self.summary),
+            Format::Markdown => formats::markdown(self.hello, self.results, self.summary),
+            Format::Badge => formats::badge(self.results, self.profile),
         }
     }
 
@@ -512,8 +513,8 @@ impl Rendered<'_> {
         let put = |p: &Path, text: String| std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()));
         if format == Format::Badge && (path.to_string_lossy().ends_with('/') || path.is_dir()) {
             std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            for p in report::profiles(self.results) {
-                put(&path.join(format!("{p}.json")), report::badge(self.results, Some(&p)))?;
+            for p in formats::profiles(self.results) {
+                put(&path.join(format!("{p}.json")), formats::badge(self.results, Some(&p)))?;
             }
             return Ok(());
         }
@@ -546,14 +547,14 @@ fn matrix(
             if cmd == "-" {
                 Ok(Box::new(InProcess::with_timeout(timeout)))
             } else {
-                Ok(Box::new(harness::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, 20)))
+                Ok(Box::new(harness::run::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, 20)))
             }
         };
         let jobs = usize::try_from(jobs).unwrap_or(1);
         let (hello, results) = run_all(&selected, &make, jobs, &Manifest::default(), Level::All, true, false)
             .map_err(|e| format!("{name}: {e}"))?;
         eprintln!("{name}: {} cases run", results.len());
-        columns.push(harness::matrix::Column { name: name.to_string(), hello, results });
+        columns.push(harness::report::matrix::Column { name: name.to_string(), hello, results });
     }
     for spec in agents {
         let make = agent_factory(spec, Duration::from_secs(timeout))?;
@@ -561,10 +562,10 @@ fn matrix(
         let (hello, results) = run_all(&selected, &make, jobs, &Manifest::default(), Level::All, true, false)
             .map_err(|e| format!("{spec}: {e}"))?;
         eprintln!("{spec}: {} cases run", results.len());
-        columns.push(harness::matrix::Column { name: spec.to_string(), hello, results });
+        columns.push(harness::report::matrix::Column { name: spec.to_string(), hello, results });
     }
-    harness::cleanup::reap_orphans();
-    harness::matrix::write(out, &columns)?;
+    harness::util::cleanup::reap_orphans();
+    harness::report::matrix::write(out, &columns)?;
     emit(format_args!("wrote {}\n", out.join("index.html").display()));
     Ok(ExitCode::SUCCESS)
 }
@@ -572,9 +573,9 @@ fn matrix(
 /// `conformance smoke`: hello, then the smallest runnable case of each declared profile.
 fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String> {
     let home = FakeHome::new()?;
-    let mut imp = harness::adapter::ProcessAdapter::new(command, home.path(), Duration::from_secs(timeout), 0);
+    let mut imp = harness::run::adapter::ProcessAdapter::new(command, home.path(), Duration::from_secs(timeout), 0);
     let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
-    harness::implementation::validate_hello(&hello)?;
+    harness::run::implementation::validate_hello(&hello)?;
     emit(format_args!(
         "hello: {} {} ({}), profiles [{}], capabilities [{}]\n",
         field(&hello.name),
@@ -588,13 +589,15 @@ fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String
         // The smallest case that rests on the seed and checks sent content or rendered files,
         // so that a smoke run says something about what the model would read.
         let telling = |c: &&Case| {
-            c.scenario.case_basis() == Some(harness::scenario::Basis::Seed)
+            c.scenario.case_basis() == Some(harness::case::scenario::Basis::Seed)
                 && (c.text.contains("content:") || c.text.contains("files:"))
         };
         let size = |c: &&Case| (!telling(c), c.scenario.steps.len(), c.text.len());
         let Some(case) = cases
             .iter()
-            .filter(|c| &c.scenario.profile == profile && harness::run::unsupported(&hello, &c.scenario).is_none())
+            .filter(|c| {
+                &c.scenario.profile == profile && harness::run::case::unsupported(&hello, &c.scenario).is_none()
+            })
             .min_by_key(size)
         else {
             emit(format_args!("{profile}: no case runs with the declared capabilities\n"));
@@ -602,7 +605,7 @@ fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String
             continue;
         };
         imp.record();
-        let result = harness::run::run_case(&mut imp, &harness::run::RunContext::new(&hello), case);
+        let result = harness::run::case::run_case(&mut imp, &harness::run::case::RunContext::new(&hello), case);
         emit(format_args!(
             "{}: {} {} [{}]\n",
             field(profile),
@@ -612,7 +615,7 @@ fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String
         ));
         if result.status != Status::Pass {
             if !failed {
-                emit(format_args!("{}", report::case_detail(&result)));
+                emit(format_args!("{}", formats::case_detail(&result)));
                 let exchange: Vec<String> =
                     imp.transcript().iter().map(|l| line(l, escape::TRANSCRIPT_LINE_MAX)).collect();
                 emit(format_args!("the exchange:\n{}\n", exchange.join("\n")));
@@ -629,13 +632,13 @@ fn record_transcript(cases: &[Case], id: &str, dir: &Path, adapter: Option<Strin
     let case = cases.iter().find(|c| c.scenario.id == id).ok_or_else(|| format!("no case has the id '{id}'"))?;
     let command = match adapter {
         Some(a) => a,
-        None => harness::adapter::shell_quote(&harness::adapter::reference_adapter_path()?.to_string_lossy()),
+        None => harness::run::adapter::shell_quote(&harness::run::adapter::reference_adapter_path()?.to_string_lossy()),
     };
     let home = FakeHome::new()?;
-    let mut imp = harness::adapter::ProcessAdapter::new(command.clone(), home.path(), Duration::from_secs(10), 0);
+    let mut imp = harness::run::adapter::ProcessAdapter::new(command.clone(), home.path(), Duration::from_secs(10), 0);
     imp.record();
     let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
-    let result = harness::run::run_case(&mut imp, &harness::run::RunContext::new(&hello), case);
+    let result = harness::run::case::run_case(&mut imp, &harness::run::case::RunContext::new(&hello), case);
     let path = dir.join("transcript.jsonl");
     std::fs::write(&path, imp.transcript().join("\n") + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(format!("transcript of '{command}' ({}): {}", result.status.as_str(), path.display()))
@@ -648,13 +651,13 @@ fn agent_transcript(cases: &[Case], id: &str, dir: &Path, agent: &str) -> Result
     let make = agent_factory(agent, Duration::from_secs(30))?;
     let mut imp = make()?;
     let hello = imp.hello().map_err(|e| format!("hello failed: {e}"))?;
-    let ctx = harness::run::RunContext { keep_transcript: true, ..harness::run::RunContext::new(&hello) };
-    let result = harness::run::run_case(imp.as_mut(), &ctx, case);
+    let ctx = harness::run::case::RunContext { keep_transcript: true, ..harness::run::case::RunContext::new(&hello) };
+    let result = harness::run::case::run_case(imp.as_mut(), &ctx, case);
     let path = dir.join("transcript.jsonl");
     let text = result.transcript.clone().unwrap_or_default();
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     let detail = dir.join("result.txt");
-    let mut summary = report::case_detail(&result);
+    let mut summary = formats::case_detail(&result);
     for n in &result.notes {
         summary.push_str(&format!("  note: {n}\n"));
     }
@@ -669,7 +672,7 @@ fn rerender(
     profile: Option<&str>,
     outputs: &[(Format, PathBuf)],
 ) -> Result<ExitCode, String> {
-    let text = harness::input::read_text(file, harness::input::Kind::Report)
+    let text = harness::util::input::read_text(file, harness::util::input::Kind::Report)
         .map_err(|e| format!("{}: {e}", file.display()))?;
     let saved: SavedReport =
         serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", file.display()))?;
@@ -687,7 +690,7 @@ fn rerender(
 struct SavedReport {
     implementation: harness::Hello,
     summary: SavedSummary,
-    results: Vec<harness::run::CaseResult>,
+    results: Vec<harness::run::case::CaseResult>,
 }
 
 #[derive(serde::Deserialize)]
@@ -714,7 +717,7 @@ fn emit(text: std::fmt::Arguments<'_>) {
 }
 
 /// Writes `text` to stdout as it is: for the human report, whose text from data is escaped as it
-/// is built ([`report::human`]) and whose only escape sequences are its colours. A reader that
+/// is built ([`formats::human`]) and whose only escape sequences are its colours. A reader that
 /// went away (`conformance list | head -1`) ends the program quietly with success, instead of a
 /// panic on the broken pipe.
 fn emit_painted(text: &str) {
@@ -730,10 +733,10 @@ fn emit_painted(text: &str) {
 }
 
 fn main() -> ExitCode {
-    harness::adapter::export_env_canary();
+    harness::run::adapter::export_env_canary();
     let cli = Cli::parse();
-    harness::cleanup::become_subreaper();
-    harness::cleanup::install_signal_handlers();
+    harness::util::cleanup::become_subreaper();
+    harness::util::cleanup::install_signal_handlers();
     let outcome = match cli.command {
         Command::Run(args) => run(&args),
         Command::List(c) => load(&c).map(|cases| {
@@ -750,13 +753,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }),
         Command::Explain { id, cases } => {
-            load(&cases).and_then(|c| harness::explain::explain(&corpus(&cases), &c, &id)).map(|text| {
+            load(&cases).and_then(|c| harness::report::explain::explain(&corpus(&cases), &c, &id)).map(|text| {
                 emit(format_args!("{text}\n"));
                 ExitCode::SUCCESS
             })
         }
         Command::Repro { id, dir, transcript, adapter, agent, cases } => load(&cases).and_then(|c| {
-            let mut msg = harness::explain::repro(&c, &id, &dir)?;
+            let mut msg = harness::report::explain::repro(&c, &id, &dir)?;
             if let (true, Some(agent)) = (transcript, &agent) {
                 msg.push('\n');
                 msg.push_str(&agent_transcript(&c, &id, &dir, agent)?);
@@ -768,13 +771,13 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }),
         Command::Coverage { verbose, cases } => load(&cases).and_then(|loaded| {
-            let cov = harness::coverage::coverage_of(&corpus(&cases), &loaded)?;
+            let cov = harness::case::coverage::coverage_of(&corpus(&cases), &loaded)?;
             if verbose {
                 for (id, by) in &cov.clauses {
                     emit(format_args!("{id:<14} {}\n", by.join(" ")));
                 }
             }
-            emit(format_args!("{}", harness::coverage::report(&cov)));
+            emit(format_args!("{}", harness::case::coverage::report(&cov)));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
         Command::Matrix { implementations, agents, out, jobs, timeout, filter, cases } => {
@@ -799,9 +802,9 @@ fn main() -> ExitCode {
             Ok(ExitCode::SUCCESS)
         }),
     };
-    harness::cleanup::wait_if_stopping();
+    harness::util::cleanup::wait_if_stopping();
     // What an abandoned in-process worker still holds goes now: nothing of the run goes on.
-    harness::cleanup::remove_leftovers();
+    harness::util::cleanup::remove_leftovers();
     match outcome {
         Ok(code) => code,
         Err(e) => {

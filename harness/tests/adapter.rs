@@ -7,9 +7,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::adapter::{reference_adapter_path, run_one_shot, shell_quote, ProcessAdapter, ScriptStep};
-use harness::implementation::reference_hello;
-use harness::wire::{to_hex, CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WireEntry};
+use harness::run::adapter::{reference_adapter_path, run_one_shot, shell_quote, ProcessAdapter, ScriptStep};
+use harness::run::implementation::reference_hello;
+use harness::run::wire::{to_hex, CasePlatform, Observation, OpenCase, StepOp, TreeEdit, WireEntry};
 use harness::{ImplError, Implementation, InProcess};
 
 const SHORT: Duration = Duration::from_secs(2);
@@ -195,10 +195,10 @@ fn drive(imp: &mut dyn Implementation, open: &OpenCase, steps: &[Option<StepOp>]
 }
 
 fn managed_steps() -> Vec<Option<StepOp>> {
-    let touch = StepOp::Touch(harness::wire::ToolCall {
+    let touch = StepOp::Touch(harness::run::wire::ToolCall {
         tool: "read".into(),
         path: "src/a.ts".into(),
-        outcome: harness::wire::Outcome::Ok,
+        outcome: harness::run::wire::Outcome::Ok,
         file_access: Some("src/a.ts".into()),
         args: None,
     });

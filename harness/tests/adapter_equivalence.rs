@@ -6,10 +6,11 @@
 
 use std::time::Duration;
 
-use harness::adapter::{reference_adapter_path, ProcessAdapter};
-use harness::implementation::{reference_hello, Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir};
-use harness::run::{run_case, RunContext};
+use harness::case::corpus::default_cases_dir;
+use harness::case::load::load_dir;
+use harness::run::adapter::{reference_adapter_path, ProcessAdapter};
+use harness::run::case::{run_case, RunContext};
+use harness::run::implementation::{reference_hello, Implementation, InProcess};
 
 /// Each case runs in its own `<tmp>/conformance-XXXXXX`; cut that segment out of every string.
 fn redact(mut text: String) -> String {
@@ -52,8 +53,8 @@ fn suite_through_reference_adapter_equals_in_process() {
 
 #[test]
 fn suite_through_one_shot_reference_adapter_equals_in_process() {
-    use harness::adapter::OneShotAdapter;
-    use harness::run::Status;
+    use harness::run::adapter::OneShotAdapter;
+    use harness::run::case::Status;
     let cases = load_dir(&default_cases_dir()).unwrap();
     let home = tempfile::tempdir().unwrap();
     let exe = reference_adapter_path().unwrap();

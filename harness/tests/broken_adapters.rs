@@ -7,7 +7,7 @@
 use std::process::Command;
 
 fn hello_line() -> String {
-    let features: Vec<String> = harness::vocabulary::capabilities().keys().map(|f| format!("\"{f}\"")).collect();
+    let features: Vec<String> = harness::case::vocabulary::capabilities().keys().map(|f| format!("\"{f}\"")).collect();
     format!(
         r#"{{"seq":1,"ok":true,"hello":{{"name":"broken","version":"0","language":"sh","profiles":["modules"],"capabilities":[{}]}}}}"#,
         features.join(",")
@@ -74,7 +74,7 @@ fn a_reply_that_answers_no_request_is_a_crash() {
 /// catch every one (exit 1 or 2), and let the unmutated proxy through (exit 0).
 #[test]
 fn every_injected_bug_fails_the_gate() {
-    let reference = harness::adapter::reference_adapter_path().unwrap();
+    let reference = harness::run::adapter::reference_adapter_path().unwrap();
     let mutant = env!("CARGO_BIN_EXE_mutant-adapter");
     let list = Command::new(mutant).arg("--list").output().unwrap();
     let bugs = String::from_utf8(list.stdout).unwrap();
@@ -128,7 +128,7 @@ fn a_run_that_executes_nothing_fails() {
 /// m-link-036: files that D-EXT-1 says are no modules), never the other way round.
 #[test]
 fn a_leaked_canary_is_labelled_by_its_basis() {
-    let reference = harness::adapter::reference_adapter_path().unwrap();
+    let reference = harness::run::adapter::reference_adapter_path().unwrap();
     let mutant = env!("CARGO_BIN_EXE_mutant-adapter");
     let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
         .args(["run", "--filter", "modules/symlinks/0", "--format", "json", "--adapter"])

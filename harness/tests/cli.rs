@@ -16,7 +16,7 @@ fn conformance(args: &[&str]) -> (i32, String, String) {
 }
 
 fn reference() -> String {
-    harness::adapter::reference_adapter_path().unwrap().to_string_lossy().into_owned()
+    harness::run::adapter::reference_adapter_path().unwrap().to_string_lossy().into_owned()
 }
 
 #[test]

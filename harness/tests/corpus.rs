@@ -5,8 +5,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use harness::coverage::{coverage, load_clauses, misquoted, report};
-use harness::load::{default_cases_dir, load_dir};
+use harness::case::corpus::default_cases_dir;
+use harness::case::coverage::{coverage, load_clauses, misquoted, report};
+use harness::case::load::load_dir;
 
 fn retired() -> Vec<String> {
     let text = std::fs::read_to_string(default_cases_dir().join("retired-ids.txt")).unwrap();
@@ -19,7 +20,7 @@ fn retired() -> Vec<String> {
 #[test]
 fn no_retired_id_is_used_again() {
     let cases = load_dir(&default_cases_dir()).unwrap();
-    let clauses = load_clauses(&harness::corpus::Corpus::read(&default_cases_dir())).unwrap();
+    let clauses = load_clauses(&harness::case::corpus::Corpus::read(&default_cases_dir())).unwrap();
     for id in retired() {
         assert!(!cases.iter().any(|c| c.scenario.id == id), "retired id {id} is a case id again");
         assert!(!clauses.iter().any(|c| c.id == id), "retired id {id} is a clause id again");
@@ -30,14 +31,14 @@ fn no_retired_id_is_used_again() {
 fn every_clause_is_covered_and_every_case_cites_one() {
     let cases = load_dir(&default_cases_dir()).unwrap();
     assert!(!cases.is_empty());
-    let clauses = load_clauses(&harness::corpus::Corpus::read(&default_cases_dir())).unwrap();
+    let clauses = load_clauses(&harness::case::corpus::Corpus::read(&default_cases_dir())).unwrap();
     let cov = coverage(&clauses, &cases);
     assert!(cov.is_complete(), "{}", report(&cov));
 }
 
 #[test]
 fn every_quote_is_verbatim_under_its_heading_in_its_seed() {
-    let corpus = harness::corpus::Corpus::read(&default_cases_dir());
+    let corpus = harness::case::corpus::Corpus::read(&default_cases_dir());
     let cases = load_dir(&default_cases_dir()).unwrap();
     let bad = misquoted(&corpus, &cases).unwrap();
     let lines: Vec<String> =

@@ -12,12 +12,13 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use harness::compare::Mismatch;
-use harness::implementation::{reference_hello, InProcess};
-use harness::load::{default_cases_dir, load_dir};
-use harness::report::{self, Summary};
-use harness::run::{run_case, CaseResult, RunContext, Status, Verdict};
-use harness::scenario::Basis;
+use harness::case::corpus::default_cases_dir;
+use harness::case::load::load_dir;
+use harness::case::scenario::Basis;
+use harness::judge::compare::Mismatch;
+use harness::report::formats::{self, Summary};
+use harness::run::case::{run_case, CaseResult, RunContext, Status, Verdict};
+use harness::run::implementation::{reference_hello, InProcess};
 use harness::Hello;
 
 /// Each payload the audit found reaching a reader.
@@ -135,7 +136,7 @@ fn bomb() -> (String, String) {
 fn a_diff_of_300k_differing_lines_renders_within_five_seconds_and_says_it_was_cut() {
     let (expected, actual) = bomb();
     assert!(expected.len() > 5_000_000);
-    let out = within(5, move || harness::diff::render(&expected, &actual, "  "));
+    let out = within(5, move || harness::report::diff::render(&expected, &actual, "  "));
     assert!(out.len() < 64 * 1024, "{} bytes", out.len());
     assert!(out.contains("cut"), "{out}");
 }
@@ -154,8 +155,8 @@ fn a_report_of_a_diff_bomb_renders_within_five_seconds() {
         });
         let summary = Summary::new(&results, vec![results[0].id.clone()]);
         // `conformance report SAVED.json` renders the same results through the same functions.
-        let human = report::human(&results, &summary, false);
-        let junit = report::junit(&reference_hello(), &results, &summary);
+        let human = formats::human(&results, &summary, false);
+        let junit = formats::junit(&reference_hello(), &results, &summary);
         (human, junit)
     });
     assert!(out.0.len() < 256 * 1024 && out.1.len() < 1024 * 1024, "{} and {} bytes", out.0.len(), out.1.len());
@@ -164,13 +165,13 @@ fn a_report_of_a_diff_bomb_renders_within_five_seconds() {
 #[test]
 fn the_human_report_and_a_case_detail_are_inert_on_a_terminal() {
     let (results, summary) = hostile_results();
-    let human = report::human(&results, &summary, false);
+    let human = formats::human(&results, &summary, false);
     assert_inert_on_a_terminal("the human report", &human);
     for r in &results {
-        assert_inert_on_a_terminal("a case detail", &report::case_detail(r));
+        assert_inert_on_a_terminal("a case detail", &formats::case_detail(r));
     }
     // Painted, the only escape sequences are the harness's own colours.
-    let painted = report::human(&results, &summary, true);
+    let painted = formats::human(&results, &summary, true);
     let without_colours = ["\u{1b}[31m", "\u{1b}[32m", "\u{1b}[33m", "\u{1b}[0m"]
         .iter()
         .fold(painted, |text, code| text.replace(code, ""));
@@ -182,7 +183,7 @@ fn the_human_report_and_a_case_detail_are_inert_on_a_terminal() {
 fn a_hostile_hello_and_results_give_markdown_with_no_html_link_image_or_broken_table() {
     use pulldown_cmark::{Event, Options, Parser, Tag};
     let (results, summary) = hostile_results();
-    let md = report::markdown(&hostile_hello(), &results, &summary);
+    let md = formats::markdown(&hostile_hello(), &results, &summary);
     assert_inert_on_a_terminal("the Markdown summary", &md);
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_FOOTNOTES
@@ -230,7 +231,7 @@ fn a_hostile_hello_and_results_give_markdown_with_no_html_link_image_or_broken_t
 fn a_hostile_hello_gives_valid_junit_whose_attributes_read_back_escaped() {
     use quick_xml::events::Event;
     let (results, summary) = hostile_results();
-    let xml = report::junit(&hostile_hello(), &results, &summary);
+    let xml = formats::junit(&hostile_hello(), &results, &summary);
     assert_inert_on_a_terminal("the JUnit report", &xml);
     let mut reader = quick_xml::Reader::from_str(&xml);
     let mut properties = std::collections::BTreeMap::new();
@@ -266,9 +267,12 @@ fn a_hostile_hello_gives_valid_junit_whose_attributes_read_back_escaped() {
 fn the_matrix_pages_hold_no_element_or_control_character_from_data() {
     let (results, _) = hostile_results();
     let dir = tempfile::tempdir().unwrap();
-    let column =
-        harness::matrix::Column { name: "<script>alert(1)</script>\u{202e}".into(), hello: hostile_hello(), results };
-    harness::matrix::write(dir.path(), &[column]).unwrap();
+    let column = harness::report::matrix::Column {
+        name: "<script>alert(1)</script>\u{202e}".into(),
+        hello: hostile_hello(),
+        results,
+    };
+    harness::report::matrix::write(dir.path(), &[column]).unwrap();
     let mut pages = vec![dir.path().join("index.html")];
     for entry in walk(&dir.path().join("cases")) {
         pages.push(entry);
@@ -308,13 +312,13 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 fn the_json_report_and_a_badge_hold_no_raw_control_or_bidi_character_and_lose_nothing_short() {
     let (results, summary) = hostile_results();
     let hello = hostile_hello();
-    let json = report::json(&hello, &results, &summary);
+    let json = formats::json(&hello, &results, &summary);
     assert_inert_on_a_terminal("the JSON report", &json);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["implementation"]["name"], hello.name.as_str());
     assert_eq!(v["results"][0]["name"], results[0].name.as_str());
     assert_eq!(v["results"][0]["id"], TICK_ID);
-    let badge = report::badge(&results, Some(&hostile()));
+    let badge = formats::badge(&results, Some(&hostile()));
     assert_inert_on_a_terminal("a badge", &badge);
     serde_json::from_str::<serde_json::Value>(&badge).unwrap();
 }
@@ -327,12 +331,12 @@ fn a_13_mib_hello_gives_reports_of_a_few_kib() {
     hello.language = "l".repeat(13 << 20);
     let results = real_results();
     let summary = Summary::new(&results, Vec::new());
-    let junit = report::junit(&hello, &results, &summary);
+    let junit = formats::junit(&hello, &results, &summary);
     assert!(junit.len() < 256 * 1024, "JUnit: {} bytes", junit.len());
     assert!(junit.contains("more bytes)"), "the cut is not marked");
-    let md = report::markdown(&hello, &results, &summary);
+    let md = formats::markdown(&hello, &results, &summary);
     assert!(md.len() < 64 * 1024, "Markdown: {} bytes", md.len());
-    let json = report::json(&hello, &results, &summary);
+    let json = formats::json(&hello, &results, &summary);
     assert!(json.len() < 1024 * 1024, "JSON: {} bytes", json.len());
 }
 
@@ -344,10 +348,10 @@ fn a_reason_of_megabytes_is_cut_with_a_marker_in_every_format() {
     let summary = Summary::new(&results, vec![results[0].id.clone()]);
     let hello = reference_hello();
     for (format, text) in [
-        ("human", report::human(&results, &summary, false)),
-        ("junit", report::junit(&hello, &results, &summary)),
-        ("markdown", report::markdown(&hello, &results, &summary)),
-        ("json", report::json(&hello, &results, &summary)),
+        ("human", formats::human(&results, &summary, false)),
+        ("junit", formats::junit(&hello, &results, &summary)),
+        ("markdown", formats::markdown(&hello, &results, &summary)),
+        ("json", formats::json(&hello, &results, &summary)),
     ] {
         assert!(text.len() < 512 * 1024, "{format}: {} bytes", text.len());
         assert!(text.contains("more bytes"), "{format}: the cut is not marked");
@@ -450,7 +454,7 @@ fn a_saved_report_with_a_diff_bomb_and_hostile_text_renders_again_inert_and_in_t
         .insert(0, Mismatch { field: "startup[0].content".into(), expected, actual, basis: Basis::Seed });
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("saved.json");
-    std::fs::write(&saved, report::json(&hostile_hello(), &results, &summary)).unwrap();
+    std::fs::write(&saved, formats::json(&hostile_hello(), &results, &summary)).unwrap();
     let saved = saved.to_string_lossy().into_owned();
     for format in ["human", "markdown", "junit", "json"] {
         let (code, out, err) = conformance_within(60, &["report", &saved, "--format", format]);

@@ -98,7 +98,7 @@ fn an_oversize_saved_report_is_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let big = dir.path().join("r.json");
     // A sparse file: refused by its size, never read.
-    std::fs::File::create(&big).unwrap().set_len(harness::input::MAX_REPORT_BYTES + 1).unwrap();
+    std::fs::File::create(&big).unwrap().set_len(harness::util::input::MAX_REPORT_BYTES + 1).unwrap();
     let o = conformance_within(AT_ONCE, &["report", big.to_str().unwrap()]);
     assert_eq!(o.code, 2, "{}{}", o.out, o.err);
     assert!(o.err.contains("is 67108865 bytes, over the 64 MiB a saved report may have"), "{}", o.err);

@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use harness::load::load_dir;
+use harness::case::load::load_dir;
 
 fn errors_for(text: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();

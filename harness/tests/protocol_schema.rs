@@ -9,7 +9,7 @@ use std::path::Path;
 #[test]
 fn checked_in_schema_matches_the_generated_one() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("protocol.schema.json");
-    let generated = harness::adapter::protocol_schema();
+    let generated = harness::run::adapter::protocol_schema();
     if std::env::var_os("UPDATE_SCHEMA").is_some() {
         let text = serde_json::to_string_pretty(&generated).unwrap() + "\n";
         std::fs::write(&path, text).unwrap();

@@ -4,13 +4,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use harness::implementation::{reference_hello, InProcess};
-use harness::load::{default_cases_dir, load_dir};
-use harness::manifest::{Entry, Manifest};
-use harness::report::{self, Summary};
-use harness::run::{run_case, RunContext, Status};
+use harness::case::corpus::default_cases_dir;
+use harness::case::load::load_dir;
+use harness::judge::manifest::{Entry, Manifest};
+use harness::report::formats::{self, Summary};
+use harness::run::case::{run_case, RunContext, Status};
+use harness::run::implementation::{reference_hello, InProcess};
 
-fn results() -> Vec<harness::run::CaseResult> {
+fn results() -> Vec<harness::run::case::CaseResult> {
     let cases = load_dir(&default_cases_dir()).unwrap();
     cases
         .iter()
@@ -23,7 +24,7 @@ fn results() -> Vec<harness::run::CaseResult> {
 fn junit_is_well_formed_xml_with_one_testcase_per_case() {
     let results = results();
     let summary = Summary::new(&results, Vec::new());
-    let xml = report::junit(&reference_hello(), &results, &summary);
+    let xml = formats::junit(&reference_hello(), &results, &summary);
     let mut reader = quick_xml::Reader::from_str(&xml);
     let mut testcases = 0;
     loop {
@@ -135,7 +136,7 @@ fn junit_follows_the_jenkins_schema_with_failures_and_skips() {
     results[1].status = Status::Unsupported;
     results[2].status = Status::Crash;
     let summary = Summary::new(&results, vec![results[0].id.clone(), results[2].id.clone()]);
-    let xml = report::junit(&reference_hello(), &results, &summary);
+    let xml = formats::junit(&reference_hello(), &results, &summary);
     assert_eq!(junit_violations(&xml), Vec::<String>::new(), "{xml}");
     assert!(xml.contains("<failure") && xml.contains("<error") && xml.contains("<skipped"), "{xml}");
     assert!(xml.contains(r#"name="implementation" value="reference""#), "{xml}");
@@ -145,7 +146,7 @@ fn junit_follows_the_jenkins_schema_with_failures_and_skips() {
 fn human_report_closes_with_passed_and_failed_counts() {
     let results = results();
     let summary = Summary::new(&results, Vec::new());
-    let text = report::human(&results, &summary, false);
+    let text = formats::human(&results, &summary, false);
     assert_eq!(text.lines().last(), Some(format!("{} passed, 0 failed", results.len()).as_str()));
 }
 

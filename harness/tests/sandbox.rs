@@ -124,7 +124,7 @@ fn hostile_sizes_and_linked_case_files_are_refused_at_load() {
 
 /// An adapter (a shell script) that answers hello for every capability, then runs `after`.
 fn adapter(w: &World, after: &str) -> String {
-    let caps: Vec<String> = harness::vocabulary::capabilities().keys().map(|c| format!("\"{c}\"")).collect();
+    let caps: Vec<String> = harness::case::vocabulary::capabilities().keys().map(|c| format!("\"{c}\"")).collect();
     let hello = format!(
         r#"{{"seq":1,"ok":true,"hello":{{"name":"x","version":"0","language":"sh","profiles":["modules"],"capabilities":[{}]}}}}"#,
         caps.join(",")

@@ -8,7 +8,7 @@ use std::path::Path;
 
 #[test]
 fn checked_in_scenario_schema_matches_the_rust_types() {
-    let schema = schemars::schema_for!(harness::scenario::Scenario);
+    let schema = schemars::schema_for!(harness::case::scenario::Scenario);
     let generated = serde_json::to_string_pretty(&schema).unwrap() + "\n";
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../spec-cases/scenario.schema.json");
     if std::env::var_os("UPDATE_SCHEMA").is_some() {

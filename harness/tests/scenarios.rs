@@ -16,11 +16,12 @@ use std::process::ExitCode;
 
 use std::time::Duration;
 
-use harness::implementation::{reference_hello, ImplError, Implementation, InProcess};
-use harness::load::{default_cases_dir, load_dir};
-use harness::report::case_detail;
-use harness::run::{run_case, RunContext, Status};
-use harness::wire::{Hello, Observation, OpenCase, StepOp};
+use harness::case::corpus::default_cases_dir;
+use harness::case::load::load_dir;
+use harness::report::formats::case_detail;
+use harness::run::case::{run_case, RunContext, Status};
+use harness::run::implementation::{reference_hello, ImplError, Implementation, InProcess};
+use harness::run::wire::{Hello, Observation, OpenCase, StepOp};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 /// Replaces the temporary sandbox path in every string, so snapshots do not depend on it.
@@ -135,7 +136,7 @@ impl Implementation for Paced {
     fn close(&mut self) -> Result<(), ImplError> {
         self.inner.close()
     }
-    fn lend(&mut self, lease: Option<harness::tree::Lease>) {
+    fn lend(&mut self, lease: Option<harness::case::tree::Lease>) {
         self.inner.lend(lease);
     }
 }
@@ -167,8 +168,8 @@ fn main() -> ExitCode {
     }
     // A run stopped by SIGINT, SIGTERM or SIGHUP (a timeout of `.ci/mutants`, Ctrl-C) removes
     // the sandboxes of the cases in flight, as the `conformance` CLI does.
-    harness::cleanup::install_signal_handlers();
-    harness::adapter::export_env_canary();
+    harness::util::cleanup::install_signal_handlers();
+    harness::run::adapter::export_env_canary();
     let args = Arguments::from_args();
     let pace = match pace_requested() {
         Ok(pace) => pace,

@@ -11,7 +11,7 @@ use std::process::Command;
 
 /// Runs the suite through `mutant-adapter BUG`; the exit code and the JSON report.
 fn run(bug: &str, args: &[&str]) -> (i32, serde_json::Value) {
-    let reference = harness::adapter::reference_adapter_path().unwrap();
+    let reference = harness::run::adapter::reference_adapter_path().unwrap();
     let mutant = env!("CARGO_BIN_EXE_mutant-adapter");
     let out = Command::new(env!("CARGO_BIN_EXE_conformance"))
         .args(["run", "--jobs", "2", "--format", "json"])

@@ -386,7 +386,7 @@ impl Root {
 
     /// The metadata of the entry at `rel` below the held root, its last component not followed.
     /// Only metadata: nothing is opened or read, so this is how the discovery cache asks whether
-    /// an entry is the version it read before ([`crate::cache`]), never how it reaches content.
+    /// an entry is the version it read before (cache.rs), never how it reaches content.
     pub(crate) fn stat_below(&self, rel: &str) -> Result<Stat, Errno> {
         rfs::statat(&*self.fd, rel, AtFlags::SYMLINK_NOFOLLOW)
     }

@@ -290,7 +290,7 @@ impl CompiledGlobs {
         Ok(CompiledGlobs { patterns: patterns.to_vec() })
     }
 
-    /// Patterns that [`crate::frontmatter::parse`] accepted: it validated every one already, so
+    /// Patterns that `frontmatter::parse` accepted: it validated every one already, so
     /// discovery does not compile them a second time.
     pub(crate) fn validated(patterns: Vec<String>) -> CompiledGlobs {
         CompiledGlobs { patterns }

@@ -72,14 +72,14 @@ pub use discover::{instruction_file, modules, Loaded, Modules};
 pub use eligibility::{instruction_scope, Account, Conversation, Kind, Refusal, Role, Scope, Spawn, CRON_ROOT_PREFIX};
 pub use hash::sha256_hex;
 pub use journal::{Identity, Journal, JournalError, Record, StartupFile, JOURNAL_FILE, JOURNAL_MAX_LINE_BYTES};
-pub use local::{LocalError, LocalTarget};
+pub use local::LocalTarget;
 pub use placement::{admitted_root, place_root, Placement};
 pub use relpath::{Platform, RelPath};
 pub use render::{render, Part};
 pub use resolver::{for_paths, nested_folders};
 pub use section::Call;
 pub use session::{
-    ActivatedModule, Activation, AppendFailure, RequestOutcome, Session, SessionError, Startup, ToolResult,
+    ActivatedModule, Activation, AppendFailure, LocalError, RequestOutcome, Session, SessionError, Startup, ToolResult,
 };
 pub use source::{
     Entry, EntryKind, Environment, HostSource, MemSource, MemTree, Node, ReadOutcome, Source, TargetCheck,

@@ -18,29 +18,8 @@ use std::path::Path;
 use crate::config::Config;
 use crate::journal::Journal;
 use crate::relpath::{Platform, RelPath};
-use crate::session::{Session, SessionError, Startup};
+use crate::session::{LocalError, Session, SessionError, Startup};
 use crate::source::{MemSource, MemTree, Source};
-
-/// Why a local target's startup failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LocalError {
-    /// No Sandbox owner holds the local target: there is no file client to read through.
-    OwnerMissing,
-    /// The bound connection was lost around the startup reads (`LOCAL_EXECUTION_LOST`).
-    ExecutionLost,
-}
-
-impl std::fmt::Display for LocalError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LocalError::OwnerMissing => f.write_str("the local target has no Sandbox owner (startup fails)"),
-            LocalError::ExecutionLost => f.write_str("LOCAL_EXECUTION_LOST around the startup reads (startup fails)"),
-        }
-    }
-}
-
-impl std::error::Error for LocalError {}
 
 /// A local CLI target: a computer's files (held in memory, as the file client answers them) and
 /// the directories that place the conversation's root on it.

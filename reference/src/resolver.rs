@@ -107,4 +107,67 @@ mod tests {
         let got = nested_folders(Platform::Windows, &Config::modules(), &touched);
         assert_eq!(got, rps(&["Src"]));
     }
+
+    /// A trigger's discovery keeps only what its batch activates; resolving a batch through it
+    /// must give what resolving it through the whole discovery gives (and a startup's, the
+    /// unconditional modules the whole discovery finds), on a POSIX host tree and on
+    /// a Windows tree (case folded), below and above `PARALLEL_FROM` files.
+    #[test]
+    fn a_triggers_discovery_resolves_as_the_whole_discovery_does() {
+        use crate::discover::{modules, modules_keeping, Keep, PARALLEL_FROM};
+        use crate::source::{HostSource, MemSource, MemTree, Node};
+        let text = |i: usize| match i % 6 {
+            0 => format!("---\npaths: [\"src/m{}/**\"]\n---\nrule {i}\n", i % 5),
+            1 => format!("plain {i}\n"),
+            2 => format!("---\npath: [x]\n---\nbad {i}\n"),
+            3 => format!("---\npaths: [\"**/*.t{}\", \"Docs/*.md\"]\n---\nrule {i}\n", i % 3),
+            4 => format!("---\npaths: [\"src/?{}/*.ts\"]\n---\nrule {i}\n", i % 4),
+            _ => format!("---\npaths: [\"src/m1/a.ts\"]\n---\nrule {i}\n"),
+        };
+        let batches: Vec<Vec<&str>> = vec![
+            vec![],
+            vec!["src/m1/a.ts"],
+            vec!["SRC/M2/b.T1", "docs/x.md"],
+            vec!["src/x3/c.ts", "src/m4/d/e.t0", "other/f.t2"],
+            vec!["nothing/here"],
+        ];
+        for n in [40, PARALLEL_FROM * 3] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut tree = MemTree::new(Platform::Windows);
+            for i in 0..n {
+                let rel = format!(".elowen/rules/d{}/m{i}.md", i % 7);
+                let path = dir.path().join(&rel);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text(i)).unwrap();
+                tree.insert(&RelPath::parse(&rel).unwrap(), Node::File(text(i).into_bytes()));
+            }
+            let sources =
+                [Source::Host(HostSource::new(dir.path()).unwrap()), Source::Mem(MemSource::windows("C:\\repo", tree))];
+            let config = Config::modules();
+            for source in &sources {
+                let whole = modules(source, &config);
+                let mut activated = 0;
+                for batch in &batches {
+                    let batch: Vec<RelPath> = batch.iter().map(|p| RelPath::parse(p).unwrap()).collect();
+                    let (mut d1, mut d2) = (whole.diagnostics.clone(), Vec::new());
+                    let want = for_paths(source, &config, &whole, &batch, &mut d1);
+                    let part = modules_keeping(source, &config, Keep::Matching(&batch));
+                    d2.extend(part.diagnostics.iter().cloned());
+                    let got = for_paths(source, &config, &part, &batch, &mut d2);
+                    assert_eq!(got, want, "{:?} with {n} modules, batch {batch:?}", source.platform());
+                    assert_eq!(d2, d1, "{:?} with {n} modules, batch {batch:?}", source.platform());
+                    assert!(part.unconditional.is_empty());
+                    // Nothing the batch does not activate is kept.
+                    assert!(part.conditional.len() <= want.len());
+                    activated += want.len();
+                }
+                assert!(activated > 0 && !whole.diagnostics.is_empty());
+                // A startup keeps the unconditional modules, in order, and every diagnostic.
+                let prefix = modules_keeping(source, &config, Keep::Unconditional);
+                assert_eq!(prefix.unconditional, whole.unconditional);
+                assert_eq!(prefix.diagnostics, whole.diagnostics);
+                assert!(prefix.conditional.is_empty() && !prefix.unconditional.is_empty());
+            }
+        }
+    }
 }

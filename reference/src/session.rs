@@ -94,6 +94,29 @@ pub enum AppendFailure {
     Durable,
 }
 
+/// Why a local target's startup failed (seed 000, "Local CLI instruction sources"). It is one kind
+/// of [`SessionError`], so it lives with it: the local target that produces it depends on the
+/// session, never the other way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LocalError {
+    /// No Sandbox owner holds the local target: there is no file client to read through.
+    OwnerMissing,
+    /// The bound connection was lost around the startup reads (`LOCAL_EXECUTION_LOST`).
+    ExecutionLost,
+}
+
+impl std::fmt::Display for LocalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LocalError::OwnerMissing => f.write_str("the local target has no Sandbox owner (startup fails)"),
+            LocalError::ExecutionLost => f.write_str("LOCAL_EXECUTION_LOST around the startup reads (startup fails)"),
+        }
+    }
+}
+
+impl std::error::Error for LocalError {}
+
 /// Why a session could not start, resume or fork.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -103,7 +126,7 @@ pub enum SessionError {
     /// The state directory holds no session to resume.
     NothingToResume,
     /// A local CLI target's startup failed (seed 000, "Local CLI instruction sources").
-    Local(crate::local::LocalError),
+    Local(LocalError),
 }
 
 impl std::fmt::Display for SessionError {

@@ -9,12 +9,12 @@
 use std::io::{self, BufRead, Read, Write};
 use std::process::ExitCode;
 
-use harness::driver::{reference_hello, Driver};
-use harness::wire::{Hello, Observation, OpenCase, StepOp, PROTOCOL_VERSION as PROTOCOL};
+use harness::run::driver::{reference_hello, Driver};
+use harness::run::wire::{Hello, Observation, OpenCase, StepOp, PROTOCOL_VERSION as PROTOCOL};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A request; the harness's side of the same shape is `harness::adapter::Request`.
+/// A request; the harness's side of the same shape is `harness::run::adapter::Request`.
 #[derive(Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 enum Request {
@@ -40,7 +40,7 @@ enum Request {
     },
 }
 
-/// A reply (`harness::adapter::Reply`).
+/// A reply (`harness::run::adapter::Reply`).
 #[derive(Serialize, Default)]
 struct Reply {
     seq: Option<u64>,
@@ -53,7 +53,7 @@ struct Reply {
     error: Option<String>,
 }
 
-/// The one-shot input (`harness::adapter::OneShotRequest`). Steps stay JSON until they are run,
+/// The one-shot input (`harness::run::adapter::OneShotRequest`). Steps stay JSON until they are run,
 /// so that `{"op": "restart"}` and a bad step each get their own message.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,7 +65,7 @@ struct OneShot {
     steps: Vec<Value>,
 }
 
-/// The one-shot output (`harness::adapter::OneShotReply`).
+/// The one-shot output (`harness::run::adapter::OneShotReply`).
 #[derive(Serialize)]
 struct OneShotReply {
     observations: Vec<Observation>,

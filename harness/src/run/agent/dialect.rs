@@ -12,9 +12,13 @@
 
 use std::collections::BTreeMap;
 
-use crate::scenario::{Action, Platform, Scenario, TreeValue, WriteValue};
+use crate::case::scenario::{Action, Platform, Scenario, TreeValue, WriteValue};
 
 use super::recipe::{Recipe, SEED_NAMES};
+
+/// The text of a touched file that the case's tree does not have, made so that the CLI's read of
+/// it succeeds as the case's touch does.
+pub const PLACEHOLDER: &str = "// a file the conformance case touches\n";
 
 /// Seed 000's rules folder ("Format and discovery": ".elowen/rules/**/*.md modules").
 const SEED_RULES: &str = ".elowen/rules";
@@ -85,10 +89,17 @@ impl<'r> Dialect<'r> {
     /// Translates a case; `Err` is the reason it is UNSUPPORTED.
     pub fn translate(&self, s: &Scenario) -> Result<Translated, String> {
         if s.platform != Platform::Posix {
-            return Err(format!("{} runs on this host: a {} target cannot be given to it", self.agent(), platform_name(s.platform)));
+            return Err(format!(
+                "{} runs on this host: a {} target cannot be given to it",
+                self.agent(),
+                platform_name(s.platform)
+            ));
         }
         if s.local.is_some() {
-            return Err(format!("{} runs in a directory of this host, not on a computer behind a file client", self.agent()));
+            return Err(format!(
+                "{} runs in a directory of this host, not on a computer behind a file client",
+                self.agent()
+            ));
         }
         let mut out = s.clone();
         let mut back = BTreeMap::new();
@@ -103,6 +114,46 @@ impl<'r> Dialect<'r> {
                 other => other.clone(),
             };
             out.tree.insert(to, value);
+        }
+        // What exists as each step comes: a touch of a file the case never made is a successful
+        // read in the case (the seed's tool reports it), but a CLI's read of a missing file fails.
+        let mut exists: std::collections::BTreeSet<String> =
+            out.tree.iter().filter(|(_, v)| !matches!(v, TreeValue::Dir)).map(|(p, _)| p.clone()).collect();
+        let mut placeholders: Vec<String> = Vec::new();
+        for step in &mut out.steps {
+            match &step.action {
+                Action::Write(w) => {
+                    exists.insert(self.path(&w.path)?);
+                }
+                Action::Delete(p) => {
+                    let p = self.path(p)?;
+                    exists.retain(|e| e != &p && !e.starts_with(&format!("{p}/")));
+                }
+                Action::Rename(r) => {
+                    let (from, to) = (self.path(&r.from)?, self.path(&r.to)?);
+                    if exists.remove(&from) {
+                        exists.insert(to);
+                    }
+                }
+                Action::Touch(t) if t.tool() != "write" => {
+                    let rel = t.path.strip_prefix("{root}/").unwrap_or(&t.path);
+                    let rel = self.path(rel)?;
+                    let inside = !rel.starts_with('/') && !rel.starts_with('{');
+                    // Never below a link or a file of the tree: the placeholder would go through it.
+                    let below_entry = rel
+                        .match_indices('/')
+                        .filter_map(|(i, _)| rel.get(..i))
+                        .any(|a| out.tree.get(a).is_some_and(|v| !matches!(v, TreeValue::Dir)));
+                    if inside && !below_entry && !exists.contains(&rel) && !out.tree.contains_key(&rel) {
+                        exists.insert(rel.clone());
+                        placeholders.push(rel);
+                    }
+                }
+                _ => {}
+            }
+        }
+        for p in placeholders {
+            out.tree.insert(p, TreeValue::File(PLACEHOLDER.as_bytes().to_vec()));
         }
         for step in &mut out.steps {
             match &mut step.action {
@@ -122,7 +173,7 @@ impl<'r> Dialect<'r> {
                     note(&mut forward, &mut back, &w.path, &to, self.agent())?;
                     if self.is_rule_path(&to) {
                         let bytes = w.value.bytes()?;
-                        w.value = WriteValue::Hex(crate::wire::to_hex(&self.content(&bytes)));
+                        w.value = WriteValue::Hex(crate::run::wire::to_hex(&self.content(&bytes)));
                     }
                     w.path = to;
                 }
@@ -139,10 +190,15 @@ impl<'r> Dialect<'r> {
                     }
                 }
                 Action::Restart if self.recipe.launch.resume_args.is_none() => {
-                    return Err(format!("{}'s recipe has no way to resume a session (launch.resume_args)", self.agent()));
+                    return Err(format!(
+                        "{}'s recipe has no way to resume a session (launch.resume_args)",
+                        self.agent()
+                    ));
                 }
                 Action::Restart => {}
-                other => return Err(format!("{} cannot be made to take a '{}' step", self.agent(), action_word(other))),
+                other => {
+                    return Err(format!("{} cannot be made to take a '{}' step", self.agent(), action_word(other)))
+                }
             }
         }
         Ok(Translated { scenario: out, back, rules_dir: self.rules_dir().map(str::to_string) })
@@ -151,11 +207,14 @@ impl<'r> Dialect<'r> {
     /// Whether the CLI can be scripted to make this touch: a successful call of a tool its recipe
     /// names. A CLI's own tool decides a call's outcome, and only its own read, write and edit
     /// carry a file access; a tool without one (a shell, a listing) is sent where the recipe has it.
-    fn touchable(&self, t: &crate::scenario::TouchSpec) -> Result<(), String> {
+    fn touchable(&self, t: &crate::case::scenario::TouchSpec) -> Result<(), String> {
         let agent = self.agent();
         let tool = t.tool();
-        if t.outcome() != crate::wire::Outcome::Ok {
-            return Err(format!("{agent}'s own tools decide a call's outcome: a scripted '{}' cannot be made", outcome_word(t.outcome())));
+        if t.outcome() != crate::run::wire::Outcome::Ok {
+            return Err(format!(
+                "{agent}'s own tools decide a call's outcome: a scripted '{}' cannot be made",
+                outcome_word(t.outcome())
+            ));
         }
         let file_tools = ["read", "write", "edit"];
         match (t.carries_file_access(), file_tools.contains(&tool)) {
@@ -180,7 +239,10 @@ impl<'r> Dialect<'r> {
         let in_rules = rel == SEED_RULES || rel.starts_with(&format!("{SEED_RULES}/"));
         if in_rules {
             let Some(dir) = self.rules_dir() else {
-                return Err(format!("{} has no rules folder standing for {SEED_RULES} (recipe dialect.rules_dir)", self.agent()));
+                return Err(format!(
+                    "{} has no rules folder standing for {SEED_RULES} (recipe dialect.rules_dir)",
+                    self.agent()
+                ));
             };
             let rest: Vec<String> = parts.split_off(2);
             let mut to: Vec<String> = dir.split('/').map(str::to_string).collect();
@@ -250,13 +312,10 @@ impl<'r> Dialect<'r> {
         let mut i = 0;
         while let Some(part) = parts.get(i) {
             let next = parts.get(i + 1).copied();
-            match (self.rules_dir(), *part, next) {
-                (Some(dir), ".elowen", Some("rules")) => {
-                    out.push(dir.to_string());
-                    i += 2;
-                    continue;
-                }
-                _ => {}
+            if let (Some(dir), ".elowen", Some("rules")) = (self.rules_dir(), *part, next) {
+                out.push(dir.to_string());
+                i += 2;
+                continue;
             }
             let last = i + 1 == parts.len();
             let mapped = if last { self.recipe.dialect.names.get(*part).cloned() } else { None };
@@ -291,12 +350,12 @@ fn platform_name(p: Platform) -> &'static str {
     }
 }
 
-fn outcome_word(o: crate::wire::Outcome) -> &'static str {
+fn outcome_word(o: crate::run::wire::Outcome) -> &'static str {
     match o {
-        crate::wire::Outcome::Ok => "ok",
-        crate::wire::Outcome::Error => "error",
-        crate::wire::Outcome::Refused => "refused",
-        crate::wire::Outcome::PastEof => "past_eof",
+        crate::run::wire::Outcome::Ok => "ok",
+        crate::run::wire::Outcome::Error => "error",
+        crate::run::wire::Outcome::Refused => "refused",
+        crate::run::wire::Outcome::PastEof => "past_eof",
     }
 }
 
@@ -343,6 +402,17 @@ frontmatter_key = "globs"
         Recipe::parse(text, "t.toml").unwrap()
     }
 
+    /// A small modules case with this tree.
+    fn scenario(tree: &str) -> Scenario {
+        let text = format!(
+            "id: m-x-001\ntitle: t\nspec:\n  - decision: D-X\nprofile: modules\nplatform: posix\ncapabilities: []\nrules: [nested]\n{tree}\nsteps:\n  - start:\n"
+        );
+        match crate::case::load::parse(&text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
     #[rstest::rstest]
     #[case("AGENTS.md", Ok("CLAUDE.md"))]
     #[case("src/api/AGENTS.md", Ok("src/api/CLAUDE.md"))]
@@ -371,11 +441,7 @@ frontmatter_key = "globs"
     #[test]
     fn two_seed_names_in_one_folder_collide() {
         let r = claude();
-        let mut s: Scenario = serde_yaml::from_str(
-            "id: x\ntitle: t\nspec: []\nprofile: modules\nplatform: posix\ntree: {AGENTS.md: a, CLAUDE.md: b}\nsteps: [start]\n",
-        )
-        .unwrap();
-        s.steps.clear();
+        let s = scenario("tree: {AGENTS.md: \"a\\n\", CLAUDE.md: \"b\\n\"}");
         let err = Dialect::new(&r).translate(&s).unwrap_err();
         assert!(err.contains("collide"), "{err}");
     }
@@ -383,10 +449,7 @@ frontmatter_key = "globs"
     #[test]
     fn observed_paths_are_translated_back() {
         let r = claude();
-        let s: Scenario = serde_yaml::from_str(
-            "id: x\ntitle: t\nspec: []\nprofile: modules\nplatform: posix\ntree: {AGENTS.md: a, src/AGENTS.md: b}\nsteps: [start]\n",
-        )
-        .unwrap();
+        let s = scenario("tree: {AGENTS.md: \"a\\n\", src/AGENTS.md: \"b\\n\"}");
         let t = Dialect::new(&r).translate(&s).unwrap();
         assert_eq!(t.back("CLAUDE.md"), "AGENTS.md");
         assert_eq!(t.back("src/CLAUDE.md"), "src/AGENTS.md");

@@ -12,6 +12,7 @@
 //! links; a file reached through a link is read only where the link resolves inside the sandbox,
 //! so a case's hostile links never make the harness read elsewhere.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use super::api::{Place, Segment};
@@ -60,8 +61,16 @@ pub struct Found {
     pub cut: bool,
     /// Where the text sits.
     pub place: Place,
-    /// The index of the text in the request and the byte offset in it, for ordering.
+    /// The index of the text in the request and the byte offset in it of its first occurrence,
+    /// for ordering.
     pub at: (usize, usize),
+    /// How often it occurs (the reads' own output not counted): a conversation repeats its
+    /// history, so a file sent again shows as one occurrence more than in the request before.
+    pub count: usize,
+    /// Where its last occurrence sits.
+    pub last_place: Place,
+    /// The text index and offset of its last occurrence.
+    pub last_at: (usize, usize),
 }
 
 /// Lists the instruction files of the tree under `sandbox` whose project folder is `project`:
@@ -82,9 +91,9 @@ pub fn candidates(sandbox: &Path, project: &Path, names: &[&str], rules_dir: Opt
             }
             let path = entry.path();
             let Ok(kind) = entry.file_type() else { continue };
-            let Some(rel) = relative(project, &path) else { continue };
+            let rel = relative(project, &path);
             // The agent's own HOME is the CLI's, not the case's.
-            if rel == "../home" {
+            if rel.as_deref() == Some("../home") {
                 continue;
             }
             if kind.is_dir() {
@@ -93,6 +102,7 @@ pub fn candidates(sandbox: &Path, project: &Path, names: &[&str], rules_dir: Opt
                 }
                 continue;
             }
+            let Some(rel) = rel else { continue };
             let name = entry.file_name().to_string_lossy().into_owned();
             let rule = rules_dir.is_some_and(|d| rel.starts_with(&format!("{d}/"))) && name.ends_with(".md");
             let named = names.contains(&name.as_str()) && !rules_dir.is_some_and(|d| rel.starts_with(&format!("{d}/")));
@@ -165,11 +175,14 @@ fn body(text: &str) -> String {
     text.to_string()
 }
 
-/// Finds each candidate in the request's texts, ordered by where it first appears.
-pub fn find(candidates: &[Candidate], segments: &[Segment]) -> Vec<Found> {
+/// Finds each candidate in the request's texts, ordered by where it first appears. `reads` names
+/// the files the last batch read with the CLI's own tool, each with how often: so many of the
+/// file's occurrences in tool results are that read's output, not an instruction, and are not
+/// counted.
+pub fn find(candidates: &[Candidate], segments: &[Segment], reads: &BTreeMap<String, usize>) -> Vec<Found> {
     let mut out = Vec::new();
     for c in candidates {
-        if let Some(f) = find_one(c, segments) {
+        if let Some(f) = find_one(c, segments, reads.get(&c.rel).copied().unwrap_or(0)) {
             out.push(f);
         }
     }
@@ -177,34 +190,59 @@ pub fn find(candidates: &[Candidate], segments: &[Segment]) -> Vec<Found> {
     out
 }
 
-fn find_one(c: &Candidate, segments: &[Segment]) -> Option<Found> {
+/// Every occurrence of `content`: (text index, offset, place).
+fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)> {
+    let mut out = Vec::new();
+    for (i, s) in segments.iter().enumerate() {
+        for (off, _) in s.text.match_indices(content) {
+            out.push((i, off, s.place));
+        }
+    }
+    out
+}
+
+fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> {
     let found = |content: &str, cut: bool| -> Option<Found> {
-        segments.iter().enumerate().find_map(|(i, s)| {
-            s.text.find(content).map(|off| Found {
-                rel: c.rel.clone(),
-                kind: c.kind,
-                content: content.to_string(),
-                cut,
-                place: s.place,
-                at: (i, off),
-            })
+        let mut all = occurrences(segments, content);
+        // The earliest tool-result occurrences are the reads' own output.
+        let mut skip = reads;
+        all.retain(|(_, _, place)| {
+            if skip > 0 && *place == Place::ToolResult {
+                skip -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        let (first, last) = (*all.first()?, *all.last()?);
+        Some(Found {
+            rel: c.rel.clone(),
+            kind: c.kind,
+            content: content.to_string(),
+            cut,
+            place: first.2,
+            at: (first.0, first.1),
+            count: all.len(),
+            last_place: last.2,
+            last_at: (last.0, last.1),
         })
     };
     if c.sent.trim().is_empty() {
         return None;
     }
-    if let Some(f) = found(&c.sent, false) {
-        return Some(f);
+    let appears_at_all = |t: &str| segments.iter().any(|s| s.text.contains(t));
+    if appears_at_all(&c.sent) {
+        return found(&c.sent, false);
     }
     let trimmed = c.sent.trim();
-    if let Some(f) = found(trimmed, false) {
-        return Some(f);
+    if appears_at_all(trimmed) {
+        return found(trimmed, false);
     }
     // The longest prefix that appears: appearing is monotone in the prefix's length, so a binary
     // search over character boundaries finds it.
     let bounds: Vec<usize> = trimmed.char_indices().map(|(i, _)| i).skip(1).collect();
     let (mut lo, mut hi) = (0usize, bounds.len());
-    let appears = |n: usize| bounds.get(n).and_then(|&b| trimmed.get(..b)).is_some_and(|p| segments.iter().any(|s| s.text.contains(p)));
+    let appears = |n: usize| bounds.get(n).and_then(|&b| trimmed.get(..b)).is_some_and(appears_at_all);
     if !appears(0) {
         return None;
     }
@@ -238,7 +276,7 @@ mod tests {
     #[test]
     fn a_whole_file_is_found_where_it_sits() {
         let segs = [seg(Place::System, "sys"), seg(Place::ToolResult, "x\nContents of a:\nNested rules\nend")];
-        let f = find(&[cand("src/AGENTS.md", "Nested rules\n")], &segs);
+        let f = find(&[cand("src/AGENTS.md", "Nested rules\n")], &segs, &BTreeMap::new());
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].content, "Nested rules\n");
         assert_eq!(f[0].place, Place::ToolResult);
@@ -247,7 +285,7 @@ mod tests {
 
     #[test]
     fn a_file_found_only_trimmed_is_reported_trimmed() {
-        let f = find(&[cand("a", "\nRules here\n\n")], &[seg(Place::System, "<x>Rules here</x>")]);
+        let f = find(&[cand("a", "\nRules here\n\n")], &[seg(Place::System, "<x>Rules here</x>")], &BTreeMap::new());
         assert_eq!(f[0].content, "Rules here");
     }
 
@@ -255,21 +293,40 @@ mod tests {
     fn a_cut_file_is_reported_with_its_prefix() {
         let content = "é".repeat(100);
         let shown = format!("start {} end", "é".repeat(60));
-        let f = find(&[cand("big", &content)], &[seg(Place::FirstUser, &shown)]);
+        let f = find(&[cand("big", &content)], &[seg(Place::FirstUser, &shown)], &BTreeMap::new());
         assert_eq!(f[0].content, "é".repeat(60));
         assert!(f[0].cut);
     }
 
     #[test]
     fn a_short_chance_prefix_is_not_a_find() {
-        assert!(find(&[cand("a", "General rules for everything\n")], &[seg(Place::System, "General")]).is_empty());
+        assert!(find(
+            &[cand("a", "General rules for everything\n")],
+            &[seg(Place::System, "General")],
+            &BTreeMap::new()
+        )
+        .is_empty());
     }
 
     #[test]
     fn files_are_ordered_by_where_they_appear() {
         let segs = [seg(Place::System, "B then A")];
-        let f = find(&[cand("a", "A"), cand("b", "B")], &segs);
+        let f = find(&[cand("a", "A"), cand("b", "B")], &segs, &BTreeMap::new());
         assert_eq!(f.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+    }
+
+    #[test]
+    fn a_files_occurrences_are_counted_and_a_reads_own_output_is_not() {
+        let segs = [
+            seg(Place::System, "Contents of AGENTS.md: Root rules"),
+            seg(Place::ToolResult, "1\tRoot rules"),
+            seg(Place::User, "again: Root rules"),
+        ];
+        let c = [cand("AGENTS.md", "Root rules")];
+        let f = find(&c, &segs, &BTreeMap::new());
+        assert_eq!((f[0].count, f[0].last_place), (3, Place::User));
+        let reads = BTreeMap::from([("AGENTS.md".to_string(), 1)]);
+        assert_eq!(find(&c, &segs, &reads)[0].count, 2);
     }
 
     #[rstest::rstest]
@@ -294,14 +351,17 @@ mod tests {
         std::fs::write(project.join("src/CLAUDE.md"), "nested").unwrap();
         std::fs::write(project.join(".claude/rules/a.md"), "---\npaths: [x]\n---\nrule").unwrap();
         std::fs::write(sandbox.path().join("home/CLAUDE.md"), "the CLI's own").unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret.md"), project.join("src/x/CLAUDE.md")).ok();
         std::fs::create_dir_all(project.join("docs")).unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret.md"), project.join("docs/CLAUDE.md")).unwrap();
         let got = candidates(sandbox.path(), &project, &["CLAUDE.md"], Some(".claude/rules"));
         let got: Vec<(&str, Kind, &str)> = got.iter().map(|c| (c.rel.as_str(), c.kind, c.sent.as_str())).collect();
         assert_eq!(
             got,
-            [(".claude/rules/a.md", Kind::Rule, "rule"), ("CLAUDE.md", Kind::Root, "root"), ("src/CLAUDE.md", Kind::Nested, "nested")]
+            [
+                (".claude/rules/a.md", Kind::Rule, "rule"),
+                ("CLAUDE.md", Kind::Root, "root"),
+                ("src/CLAUDE.md", Kind::Nested, "nested")
+            ]
         );
     }
 }

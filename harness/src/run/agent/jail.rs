@@ -113,9 +113,11 @@ impl Drop for Jail {
 #[cfg(target_os = "linux")]
 fn enter() -> String {
     use nix::sched::{setns, unshare, CloneFlags};
-    let Some(ip) = ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].into_iter().find(|p| std::path::Path::new(p).is_file())
+    let Some(ip) =
+        ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"].into_iter().find(|p| std::path::Path::new(p).is_file())
     else {
-        return "the host's network: `ip` (iproute2) is not installed, so no namespace's loopback can be brought up".into();
+        return "the host's network: `ip` (iproute2) is not installed, so no namespace's loopback can be brought up"
+            .into();
     };
     let host = match std::fs::File::open("/proc/thread-self/ns/net") {
         Ok(f) => f,
@@ -135,7 +137,9 @@ fn enter() -> String {
             // Back to the host's namespace: a namespace without loopback reaches nothing at all.
             match setns(&host, CloneFlags::CLONE_NEWNET) {
                 Ok(()) => format!("the host's network: loopback could not be brought up in a namespace ({why})"),
-                Err(e) => format!("no network: loopback is down ({why}) and the host's namespace cannot be re-entered ({e})"),
+                Err(e) => {
+                    format!("no network: loopback is down ({why}) and the host's namespace cannot be re-entered ({e})")
+                }
             }
         }
     }

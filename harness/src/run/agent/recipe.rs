@@ -155,7 +155,7 @@ impl Recipe {
     pub fn find(name: &str) -> Result<Recipe, String> {
         if name.ends_with(".toml") || name.contains('/') {
             let path = Path::new(name);
-            let text = crate::input::read_text(path, crate::input::Kind::Manifest)
+            let text = crate::util::input::read_text(path, crate::util::input::Kind::Manifest)
                 .map_err(|e| format!("{name}: {}", e.message))?;
             let mut recipe = Recipe::parse(&text, name)?;
             recipe.dir = path.parent().map(Path::to_path_buf);
@@ -193,7 +193,9 @@ impl Recipe {
         }
         match (&self.package.npm, &self.package.path) {
             (Some(_), Some(_)) => return Err(at("path", "package takes 'npm' or 'path', not both".into())),
-            (None, None) => return Err(at("[package]", "package needs 'npm' (with 'version' and 'bin') or 'path'".into())),
+            (None, None) => {
+                return Err(at("[package]", "package needs 'npm' (with 'version' and 'bin') or 'path'".into()))
+            }
             (Some(_), None) if self.package.version.is_none() || self.package.bin.is_none() => {
                 return Err(at("npm", "an npm package needs 'version' (the pin) and 'bin'".into()))
             }
@@ -210,14 +212,13 @@ impl Recipe {
         if !self.tools.contains_key("read") {
             return Err(at("[tools", "the recipe needs [tools.read]: every touch of a case is at least a read".into()));
         }
-        let vocabulary = crate::vocabulary::Vocabulary::builtin();
         for c in &self.capabilities {
-            if !vocabulary.capabilities.contains_key(c) {
+            if !crate::case::vocabulary::is_capability(c) {
                 return Err(at("capabilities", format!("capability '{c}' is not in spec-cases/vocabulary.yaml")));
             }
         }
         for p in &self.profiles {
-            if crate::load::check_profile(p).is_err() {
+            if crate::case::load::check_profile(p).is_err() {
                 return Err(at("profiles", format!("profile '{p}' is not a profile (modules, section, root-file)")));
             }
         }
@@ -253,7 +254,10 @@ impl Recipe {
     pub fn program(&self, version: Option<&str>) -> Result<PathBuf, String> {
         if let Some(path) = &self.package.path {
             if version.is_some() {
-                return Err(format!("{}: '{}' is a program on this machine, not a package: it takes no @VERSION", self.origin, self.name));
+                return Err(format!(
+                    "{}: '{}' is a program on this machine, not a package: it takes no @VERSION",
+                    self.origin, self.name
+                ));
             }
             let p = PathBuf::from(path);
             let p = if p.is_absolute() { p } else { self.dir.clone().unwrap_or_default().join(p) };
@@ -343,9 +347,17 @@ names = { "AGENTS.md" = "CLAUDE.md" }
     }
 
     #[rstest::rstest]
-    #[case::unknown_field("[launch]\nargs = []\n", "[launch]\nargs = []\narg = 1\n", "x.toml:10: unknown field `arg`")]
-    #[case::unknown_tool("[tools.read]", "[tools.reed]", "x.toml:10: tool 'reed' is not a case tool")]
-    #[case::bad_name("\"AGENTS.md\" = \"CLAUDE.md\"", "\"AGENT.md\" = \"CLAUDE.md\"", "'AGENT.md' is not one of the seed's")]
+    #[case::unknown_field(
+        "args = [\"-p\", \"go\"]\n",
+        "args = [\"-p\", \"go\"]\narg = 1\n",
+        "x.toml:9: unknown field `arg`"
+    )]
+    #[case::unknown_tool("[tools.read]", "[tools.reed]", "x.toml:9: tool 'reed' is not a case tool")]
+    #[case::bad_name(
+        "\"AGENTS.md\" = \"CLAUDE.md\"",
+        "\"AGENT.md\" = \"CLAUDE.md\"",
+        "'AGENT.md' is not one of the seed's"
+    )]
     #[case::bad_api("anthropic-messages", "anthropic", "x.toml:4: unknown variant `anthropic`")]
     fn a_bad_recipe_is_refused_naming_its_line(#[case] from: &str, #[case] to: &str, #[case] wanted: &str) {
         let text = MINIMAL.replacen(from, to, 1);

@@ -18,7 +18,7 @@
 //! gets the reply its round already got. Diagnostics, the persistence latch and hook escapes are
 //! not visible in what a CLI sends, so they are never compared ([`Implementation::unobservable`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,9 +34,9 @@ use super::extract::{self, Found, Kind};
 use super::jail::Jail;
 use super::recipe::Recipe;
 use super::server::{Handler, Incoming, Server};
-use crate::implementation::{ImplError, Implementation};
-use crate::scenario::Scenario;
-use crate::wire::{Hello, Observation, OpenCase, StepOp, ToolCall, WireActivation, WireFile, WireModule};
+use crate::case::scenario::Scenario;
+use crate::run::implementation::{ImplError, Implementation};
+use crate::run::wire::{Hello, Observation, OpenCase, StepOp, ToolCall, WireActivation, WireFile, WireModule};
 
 /// How long a CLI gets to exit after the scripted model's last answer before its group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
@@ -82,7 +82,7 @@ impl Handler for Bridge {
 /// A running CLI process.
 struct Process {
     child: Child,
-    _guard: crate::cleanup::Guard,
+    _guard: crate::util::cleanup::Guard,
     stdout: Arc<Mutex<Vec<u8>>>,
     stderr: Arc<Mutex<Vec<u8>>>,
 }
@@ -96,7 +96,7 @@ impl Process {
     /// Kills the process group and reaps the leader.
     fn kill(&mut self) {
         if let Ok(pid) = i32::try_from(self.child.id()) {
-            crate::cleanup::kill_group(pid);
+            crate::util::cleanup::kill_group(pid);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -150,9 +150,12 @@ struct Live {
     root: PathBuf,
     sandbox: PathBuf,
     home: PathBuf,
-    /// Every (path, content) seen in an earlier request, and each path's last content.
-    seen: BTreeSet<(String, String)>,
+    /// How often each (path, content) occurs in the request before: one more now is a send.
+    counts: BTreeMap<(String, String), usize>,
+    /// Each path's last content sent, for `supersedes`.
     last: BTreeMap<String, String>,
+    /// The files the batch being answered reads with the CLI's own tool (dialect paths).
+    reads: BTreeMap<String, usize>,
     calls: usize,
     steps: usize,
 }
@@ -168,6 +171,8 @@ pub struct Agent {
     live: Option<Live>,
     notes: Vec<String>,
     transcript: Option<String>,
+    /// How the last case's CLI was confined.
+    network: Option<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -191,6 +196,7 @@ impl Agent {
             live: None,
             notes: Vec::new(),
             transcript: None,
+            network: None,
         })
     }
 
@@ -240,9 +246,13 @@ impl Agent {
         let url = live.server.as_ref().map(Server::url).unwrap_or_default();
         let cmd = self.command(live, &args, &url);
         let mut child = live.jail.spawn(cmd).map_err(|e| {
-            ImplError::Fatal(format!("cannot start {} ({}): {e}", self.recipe.pin(self.version.as_deref()), self.program.display()))
+            ImplError::Fatal(format!(
+                "cannot start {} ({}): {e}",
+                self.recipe.pin(self.version.as_deref()),
+                self.program.display()
+            ))
         })?;
-        let guard = crate::cleanup::register_group(child.id());
+        let guard = crate::util::cleanup::register_group(child.id());
         let stdout = child.stdout.take().map(collect).unwrap_or_default();
         let stderr = child.stderr.take().map(collect).unwrap_or_default();
         let live = self.live()?;
@@ -259,7 +269,10 @@ impl Agent {
             match live.mains.recv_timeout(Duration::from_millis(50)) {
                 Ok(main) => return Ok(main),
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(ImplError::Crash { reason: "the fake model endpoint stopped".into(), stderr: String::new() })
+                    return Err(ImplError::Crash {
+                        reason: "the fake model endpoint stopped".into(),
+                        stderr: String::new(),
+                    })
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
@@ -287,7 +300,7 @@ impl Agent {
         let dialect = Dialect::new(&self.recipe);
         let names = dialect.instruction_names();
         let candidates = extract::candidates(&live.sandbox, &live.root, &names, dialect.rules_dir());
-        Ok(extract::find(&candidates, &api::segments(self.api(), &main.body)))
+        Ok(extract::find(&candidates, &api::segments(self.api(), &main.body), &live.reads))
     }
 
     /// The startup observation of a (first or resumed) main request.
@@ -300,14 +313,14 @@ impl Agent {
         let step = live.steps;
         let mut files = Vec::new();
         let mut notes = Vec::new();
+        live.counts = found.iter().map(|f| ((f.rel.clone(), f.content.clone()), f.count)).collect();
         for f in found {
-            live.seen.insert((f.rel.clone(), f.content.clone()));
             live.last.insert(f.rel.clone(), f.content.clone());
             let path = translated.back(&f.rel);
             notes.push(note(step, "startup", &path, &f));
             files.push(WireFile {
                 kind: if f.kind == Kind::Root { "root" } else { "module" }.into(),
-                sha256: crate::compare::sha256_hex(&f.content),
+                sha256: crate::judge::compare::sha256_hex(&f.content),
                 content: f.content,
                 path,
             });
@@ -328,17 +341,28 @@ impl Agent {
         let mut modules = Vec::new();
         let mut texts: Vec<usize> = Vec::new();
         let mut notes = Vec::new();
-        for f in found {
-            if !live.seen.insert((f.rel.clone(), f.content.clone())) {
-                continue;
-            }
-            let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some();
+        let before = std::mem::take(&mut live.counts);
+        live.counts = found.iter().map(|f| ((f.rel.clone(), f.content.clone()), f.count)).collect();
+        // What occurs once more than in the request before was sent with this one, in the order
+        // of its latest occurrence.
+        let mut sent: Vec<Found> = found
+            .into_iter()
+            .filter(|f| f.count > before.get(&(f.rel.clone(), f.content.clone())).copied().unwrap_or(0))
+            .collect();
+        sent.sort_by_key(|f| f.last_at);
+        for f in sent {
+            let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some_and(|c| c != f.content);
             let path = translated.back(&f.rel);
             notes.push(note(step, "activation", &path, &f));
-            if !texts.contains(&f.at.0) {
-                texts.push(f.at.0);
+            if !texts.contains(&f.last_at.0) {
+                texts.push(f.last_at.0);
             }
-            modules.push(WireModule { path, sha256: crate::compare::sha256_hex(&f.content), supersedes, content: f.content });
+            modules.push(WireModule {
+                path,
+                sha256: crate::judge::compare::sha256_hex(&f.content),
+                supersedes,
+                content: f.content,
+            });
         }
         self.notes.extend(notes);
         if modules.is_empty() {
@@ -360,28 +384,37 @@ impl Agent {
         let mut out = Vec::new();
         let tools = &self.recipe.tools;
         let mut push = |key: &str, path: &Path, out: &mut Vec<Call>| -> Result<(), ImplError> {
-            let tool = tools
-                .get(key)
-                .ok_or_else(|| ImplError::Refused(format!("the recipe has no tool for '{key}'")))?;
+            let tool =
+                tools.get(key).ok_or_else(|| ImplError::Refused(format!("the recipe has no tool for '{key}'")))?;
             n += 1;
-            out.push(Call { id: format!("toolu_conformance_{n:04}"), name: tool.name.clone(), args: args(&tool.args, path) });
+            out.push(Call {
+                id: format!("toolu_conformance_{n:04}"),
+                name: tool.name.clone(),
+                args: args(&tool.args, path),
+            });
             Ok(())
         };
-        if queued.is_empty() {
-            if self.recipe.tools.contains_key("noop") {
-                push("noop", &root, &mut out)?;
-            }
+        if queued.is_empty() && self.recipe.tools.contains_key("noop") {
+            push("noop", &root, &mut out)?;
         }
+        let mut reads: BTreeMap<String, usize> = BTreeMap::new();
         for call in &queued {
             let path = absolute(&root, &call.path);
             let key = call.tool.as_str();
-            if tools.get(key).is_some_and(|t| t.read_first) {
+            let read_first = tools.get(key).is_some_and(|t| t.read_first);
+            if read_first {
                 push("read", &path, &mut out)?;
             }
             push(key, &path, &mut out)?;
+            if key == "read" || read_first {
+                if let Ok(rel) = path.strip_prefix(&root) {
+                    *reads.entry(rel.to_string_lossy().into_owned()).or_default() += 1;
+                }
+            }
         }
         if let Some(live) = self.live.as_mut() {
             live.calls = n;
+            live.reads = reads;
         }
         Ok(out)
     }
@@ -397,7 +430,8 @@ impl Agent {
 /// A report note: where one file's text landed.
 fn note(step: usize, what: &str, path: &str, f: &Found) -> String {
     let cut = if f.cut { format!(" (only its first {} bytes)", f.content.len()) } else { String::new() };
-    format!("request {step} ({what}): {path} in the {}{cut}", f.place)
+    let place = if what == "startup" { f.place } else { f.last_place };
+    format!("request {step} ({what}): {path} in the {place}{cut}")
 }
 
 /// A touched path, absolute.
@@ -422,7 +456,7 @@ fn args(template: &serde_json::Map<String, Value>, path: &Path) -> Value {
         .unwrap_or_default();
     let old = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("").to_string();
     let fill = |s: &str| {
-        s.replace("{path_shell}", &crate::adapter::shell_quote(&path_s))
+        s.replace("{path_shell}", &crate::run::adapter::shell_quote(&path_s))
             .replace("{path}", &path_s)
             .replace("{content}", &content)
             .replace("{old}", &old)
@@ -449,7 +483,11 @@ impl Implementation for Agent {
     fn hello(&mut self) -> Result<Hello, ImplError> {
         Ok(Hello {
             name: self.recipe.pin(self.version.as_deref()),
-            version: self.version.clone().or_else(|| self.recipe.package.version.clone()).unwrap_or_else(|| "local".into()),
+            version: self
+                .version
+                .clone()
+                .or_else(|| self.recipe.package.version.clone())
+                .unwrap_or_else(|| "local".into()),
             language: "agent-cli".into(),
             profiles: self.recipe.profiles.clone(),
             capabilities: self.recipe.capabilities.clone(),
@@ -478,7 +516,7 @@ impl Implementation for Agent {
     }
 
     fn network(&self) -> Option<String> {
-        self.live.as_ref().map(|l| l.jail.network().to_string())
+        self.network.clone()
     }
 
     fn open(&mut self, open: &OpenCase) -> Result<Observation, ImplError> {
@@ -488,9 +526,12 @@ impl Implementation for Agent {
         let root = PathBuf::from(&open.root);
         let sandbox = root.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
         let home = sandbox.join("home");
-        std::fs::create_dir_all(home.join("tmp")).map_err(|e| ImplError::Refused(format!("{}: {e}", home.display())))?;
+        std::fs::create_dir_all(home.join("tmp"))
+            .map_err(|e| ImplError::Refused(format!("{}: {e}", home.display())))?;
         let jail = Jail::new().map_err(ImplError::Fatal)?;
-        let listener = jail.bind().map_err(|e| ImplError::Fatal(format!("cannot bind the fake model endpoint: {e}")))?;
+        self.network = Some(jail.network().to_string());
+        let listener =
+            jail.bind().map_err(|e| ImplError::Fatal(format!("cannot bind the fake model endpoint: {e}")))?;
         let (tx, mains) = mpsc::channel();
         let generation = Arc::new(AtomicUsize::new(0));
         let bridge = Bridge {
@@ -504,7 +545,10 @@ impl Implementation for Agent {
         let url = server.url();
         for (rel, text) in &self.recipe.launch.home_files {
             let path = home.join(rel);
-            let text = text.replace("{base_url}", &url).replace("{home}", &home.to_string_lossy()).replace("{root}", &open.root);
+            let text = text
+                .replace("{base_url}", &url)
+                .replace("{home}", &home.to_string_lossy())
+                .replace("{root}", &open.root);
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
@@ -521,8 +565,9 @@ impl Implementation for Agent {
             root,
             sandbox,
             home,
-            seen: BTreeSet::new(),
+            counts: BTreeMap::new(),
             last: BTreeMap::new(),
+            reads: BTreeMap::new(),
             calls: 0,
             steps: 0,
         });
@@ -546,7 +591,11 @@ impl Implementation for Agent {
                     // Nothing to send without a noop tool: the CLI makes no request, so none is observed.
                     return Ok(Observation::default());
                 }
-                let pending = self.live()?.pending.take().ok_or_else(|| ImplError::Refused("no request waits for a reply".into()))?;
+                let pending = self
+                    .live()?
+                    .pending
+                    .take()
+                    .ok_or_else(|| ImplError::Refused("no request waits for a reply".into()))?;
                 let _ = pending.reply.send(Reply::Tools(calls));
                 let main = self.next_main()?;
                 self.activation(main)

@@ -5,13 +5,13 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::compare::{compare, Context, Mismatch};
-use crate::implementation::{ImplError, Implementation};
-use crate::load::Case;
-use crate::scenario::Failure;
-use crate::scenario::{Action, Basis, Expect, Platform, Scenario};
-use crate::tree::{default_root, display_root, MemModel, Sandbox};
-use crate::wire::{
+use crate::case::load::Case;
+use crate::case::scenario::Failure;
+use crate::case::scenario::{Action, Basis, Expect, Platform, Scenario};
+use crate::case::tree::{default_root, display_root, MemModel, Sandbox};
+use crate::judge::compare::{compare, Context, Mismatch};
+use crate::run::implementation::{ImplError, Implementation};
+use crate::run::wire::{
     CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WireLocal,
     WirePlacement, WireSession,
 };
@@ -338,7 +338,7 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
     let edit = |r: &mut Running, edit: TreeEdit| -> Result<Option<StepOp>, String> {
         if let (Some(mem), Some(tree)) = (r.mem.as_mut(), r.open.tree.as_mut()) {
             match &edit {
-                TreeEdit::Write { path, hex } => mem.write(path, crate::wire::from_hex(hex)?)?,
+                TreeEdit::Write { path, hex } => mem.write(path, crate::run::wire::from_hex(hex)?)?,
                 TreeEdit::Delete { path } => mem.delete(path)?,
                 TreeEdit::Rename { from, to } => mem.rename(from, to)?,
                 TreeEdit::Environment { state } => r.open.environment = Some(state.clone()),
@@ -421,10 +421,10 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
                 if w.in_place {
                     r.sandbox.overwrite(&w.path, &bytes).map_err(bad)?;
                 } else {
-                    r.sandbox.put(&w.path, &crate::scenario::TreeValue::File(bytes.clone())).map_err(bad)?;
+                    r.sandbox.put(&w.path, &crate::case::scenario::TreeValue::File(bytes.clone())).map_err(bad)?;
                 }
             }
-            edit(r, TreeEdit::Write { path: w.path.clone(), hex: crate::wire::to_hex(&bytes) }).map_err(bad)?
+            edit(r, TreeEdit::Write { path: w.path.clone(), hex: crate::run::wire::to_hex(&bytes) }).map_err(bad)?
         }
         Action::Delete(path) => {
             if r.mem.is_none() {
@@ -488,12 +488,17 @@ fn whole_script(r: &mut Running, s: &Scenario) -> Result<(OpenCase, Vec<ScriptSt
 }
 
 /// The one-shot input of a case whose tree is made in `sandbox` (for a reproduction).
-pub fn one_shot_input(s: &Scenario, sandbox: Sandbox) -> Result<crate::wire::OneShotRequest, String> {
+pub fn one_shot_input(s: &Scenario, sandbox: Sandbox) -> Result<crate::run::wire::OneShotRequest, String> {
     let mut r = prepare_in(s, sandbox)?;
     let (open, steps, _) = whole_script(&mut r, s)?;
     // The reproduction's tree stays where it was made; nothing here may remove it.
     let _kept = r.sandbox;
-    Ok(crate::wire::OneShotRequest { protocol: crate::wire::PROTOCOL_VERSION.into(), case: s.id.clone(), open, steps })
+    Ok(crate::run::wire::OneShotRequest {
+        protocol: crate::run::wire::PROTOCOL_VERSION.into(),
+        case: s.id.clone(),
+        open,
+        steps,
+    })
 }
 
 /// Runs every step in one go, for an implementation in one-shot mode.
@@ -553,7 +558,8 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
         }
     };
     let hidden = imp.unobservable();
-    let expects: Vec<Option<Expect>> = s.steps.iter().map(|st| st.expect.as_ref().map(|e| observable(e, hidden))).collect();
+    let expects: Vec<Option<Expect>> =
+        s.steps.iter().map(|st| st.expect.as_ref().map(|e| observable(e, hidden))).collect();
     if !hidden.is_empty() {
         let stated = |e: &Option<Expect>| e.as_ref().is_some_and(|e| e.states_anything());
         if !expects.iter().any(stated) {
@@ -745,7 +751,7 @@ fn refused_option(s: &Scenario, e: &ImplError) -> Option<Mismatch> {
     Some(Mismatch {
         field: format!("options.{option}"),
         expected: format!("{option}: {value} taken"),
-        actual: format!("refused: {}", crate::escape::cut(error, crate::escape::REASON_MAX)),
+        actual: format!("refused: {}", crate::report::escape::cut(error, crate::report::escape::REASON_MAX)),
         basis: s.case_basis().unwrap_or(Basis::Seed),
     })
 }

@@ -17,7 +17,7 @@ use reference::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{
+use crate::run::wire::{
     from_hex, CasePlatform, Defaults, Hello, Observation, OpenCase, Outcome, PerDirectory, PromptKind, PromptPart,
     StepOp, ToolCall, TreeEdit, WireActivation, WireDiagnostic, WireEntry, WireEnvironment, WireFile, WireKind,
     WireModule, WirePrompt, WireRole, WireSection, WireSession,
@@ -32,8 +32,8 @@ pub fn reference_hello() -> Hello {
         version: env!("CARGO_PKG_VERSION").into(),
         language: "rust".into(),
         // The reference implements every profile.
-        profiles: crate::load::PROFILES.iter().map(|p| p.to_string()).collect(),
-        capabilities: crate::vocabulary::capabilities().into_keys().collect(),
+        profiles: crate::case::load::PROFILES.iter().map(|p| p.to_string()).collect(),
+        capabilities: crate::case::vocabulary::capabilities().into_keys().collect(),
         defaults: Defaults {
             intro: Some(section::DEFAULT_INTRO.into()),
             retraction_text: Some(section::DEFAULT_RETRACTION.into()),
@@ -187,7 +187,7 @@ fn wire_activation(a: Activation) -> WireActivation {
 
 /// The reference's section options: the case's where it sets them, the seed table's defaults
 /// elsewhere.
-fn section_options(o: Option<&crate::wire::SectionOptions>) -> section::SectionOptions {
+fn section_options(o: Option<&crate::run::wire::SectionOptions>) -> section::SectionOptions {
     let mut out = section::SectionOptions::default();
     let Some(o) = o else { return out };
     out.cwd.clone_from(&o.cwd);

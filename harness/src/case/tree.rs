@@ -7,17 +7,17 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use crate::beneath::Beneath;
-use crate::wire::{to_hex, WireEntry};
+use crate::run::wire::{to_hex, WireEntry};
+use crate::util::beneath::Beneath;
 
-use crate::scenario::{Platform, Scenario, TreeValue};
+use crate::case::scenario::{Platform, Scenario, TreeValue};
 
 /// The temporary directories a case's sandbox owns, removed when the last [`Lease`] on them
 /// goes: the sandbox, which the case's tree lives in, and the harness's own directory for the
 /// implementation's state, which lies outside it.
 #[derive(Debug)]
 struct Owned {
-    _dirs: Vec<(tempfile::TempDir, crate::cleanup::Guard)>,
+    _dirs: Vec<(tempfile::TempDir, crate::util::cleanup::Guard)>,
 }
 
 /// A share in a sandbox's temporary directories: they are removed only when the sandbox and
@@ -57,8 +57,8 @@ impl Sandbox {
     /// A new sandbox, with its state directory's parent beside it.
     pub fn new() -> Result<Sandbox, String> {
         // Each is registered as it is created, so a signal never leaves it behind.
-        let (tree, tree_guard) = crate::cleanup::temp_dir("conformance-")?;
-        let (state, state_guard) = crate::cleanup::temp_dir("conformance-state-")?;
+        let (tree, tree_guard) = crate::util::cleanup::temp_dir("conformance-")?;
+        let (state, state_guard) = crate::util::cleanup::temp_dir("conformance-state-")?;
         let state_dir = fs::canonicalize(state.path()).map_err(|e| format!("{}: {e}", state.path().display()))?;
         let mut sandbox = Sandbox::in_dir(tree.path(), &state_dir)?;
         sandbox.owned = Some(std::sync::Arc::new(Owned { _dirs: vec![(tree, tree_guard), (state, state_guard)] }));
@@ -190,13 +190,13 @@ impl Sandbox {
 #[derive(Debug)]
 pub struct FakeHome {
     dir: tempfile::TempDir,
-    _registered: crate::cleanup::Guard,
+    _registered: crate::util::cleanup::Guard,
 }
 
 impl FakeHome {
     /// A new, empty HOME in the temporary directory.
     pub fn new() -> Result<FakeHome, String> {
-        let (dir, _registered) = crate::cleanup::temp_dir("conformance-home-")?;
+        let (dir, _registered) = crate::util::cleanup::temp_dir("conformance-home-")?;
         Ok(FakeHome { dir, _registered })
     }
 

@@ -6,7 +6,7 @@
 //! A directory is untrusted input: its links are not followed (a `*.yaml` link, or a link to a
 //! folder, is an error naming it; any other link is passed over), only regular files are read, and
 //! none larger than [`MAX_FILE_BYTES`]; each is opened without blocking and checked on the opened
-//! handle ([`crate::input`]), so a FIFO or a device among the cases is refused, never waited on.
+//! handle ([`crate::util::input`]), so a FIFO or a device among the cases is refused, never waited on.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -14,14 +14,22 @@ use std::path::{Path, PathBuf};
 
 use include_dir::{include_dir, Dir};
 
-use crate::input::{self, ErrorKind, Kind};
-use crate::load::{LoadError, TREE_MARKER};
+use crate::case::error::LoadError;
+use crate::util::input::{self, ErrorKind, Kind};
 
 /// The corpus as it was when the binary was built (harness/build.rs rebuilds it on any change).
 static BUILTIN: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../spec-cases");
 
+/// A file that marks a directory as a materialised tree, never searched for cases.
+pub const TREE_MARKER: &str = ".conformance-tree";
+
+/// The default corpus: `spec-cases/` of this workspace.
+pub fn default_cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("spec-cases")
+}
+
 /// The largest file read from a cases directory: 4 MiB.
-pub const MAX_FILE_BYTES: u64 = crate::input::MAX_CASE_FILE_BYTES;
+pub const MAX_FILE_BYTES: u64 = crate::util::input::MAX_CASE_FILE_BYTES;
 
 /// A corpus: every file by its `/`-path relative to the cases directory.
 #[derive(Debug, Clone)]
@@ -161,7 +169,7 @@ mod tests {
     /// an old suite.
     #[test]
     fn the_builtin_corpus_is_the_source_trees() {
-        let disk = Corpus::read(&crate::load::default_cases_dir());
+        let disk = Corpus::read(&default_cases_dir());
         let builtin = Corpus::builtin();
         let names = |c: &Corpus| c.case_files().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>();
         assert!(!names(&builtin).is_empty());

@@ -28,7 +28,8 @@
 //! Each is a number of bytes of the source text, cut at a character boundary by [`cut`] with a
 //! visible `… (N more bytes)` marker before the text is escaped. Escaping then grows a text at
 //! most sixfold: a `"` becomes `&quot;` in XML and HTML, a C0 character the four characters
-//! `\x01` (five in Markdown, `\\x01`). Diffs have bounds of their own ([`crate::diff`]).
+//! `\x01` (five in Markdown, `\\x01`). Diffs have bounds of their own, set by the diff renderer,
+//! which cuts with [`cut`] (it uses this file, so this file does not link to it).
 //!
 //! So every rendered report but JSON — human, Markdown, JUnit, badge, the matrix pages — holds
 //! at most 6 × ([`DETAIL_MAX`] + [`REASON_MAX`] + [`MESSAGE_MAX`] + 4 × [`FIELD_MAX`]) bytes and a
@@ -50,7 +51,7 @@ use std::fmt::Write;
 /// (its id, name, area, a decision's name, a mismatch's field). The default is 256 bytes.
 pub const FIELD_MAX: usize = 256;
 /// The most bytes shown of a reason. It holds a whole stderr tail (40 lines of at most 1 KiB,
-/// harness/src/adapter.rs), the part of a crash that says most. The default is 48 KiB.
+/// harness/src/run/adapter.rs), the part of a crash that says most. The default is 48 KiB.
 pub const REASON_MAX: usize = 48 << 10;
 /// The most bytes of a JUnit `message` attribute, a reason in one line (the element's text holds
 /// the whole detail). The default is 4 KiB.
@@ -73,7 +74,7 @@ const MARKER_ROOM: usize = 40;
 /// is cutting once.
 ///
 /// ```
-/// use harness::escape::cut;
+/// use harness::report::escape::cut;
 /// assert_eq!(cut("short", 64), "short");
 /// let long = "é".repeat(100);
 /// let shown = cut(&long, 64);
@@ -147,7 +148,7 @@ fn neutral(s: &str, keep_lines: bool) -> Cow<'_, str> {
 /// C1 and the bidi characters shown as visible escapes.
 ///
 /// ```
-/// use harness::escape::terminal;
+/// use harness::report::escape::terminal;
 /// assert_eq!(terminal("a\u{1b}[2J\n\u{9b}1m \u{202e}b"), "a\\x1b[2J\n\\u{9b}1m \\u{202e}b");
 /// ```
 pub fn terminal(s: &str) -> Cow<'_, str> {
@@ -242,7 +243,7 @@ pub fn xml_attr(s: &str) -> Cow<'_, str> {
 /// characters shown as for [`terminal`].
 ///
 /// ```
-/// use harness::escape::html;
+/// use harness::report::escape::html;
 /// assert_eq!(html("<a href=\"x\">&'\u{202e}"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\\u{202e}");
 /// ```
 pub fn html(s: &str) -> String {
@@ -267,7 +268,7 @@ pub fn html(s: &str) -> String {
 /// character, so the document means what it meant.
 ///
 /// ```
-/// use harness::escape::json;
+/// use harness::report::escape::json;
 /// let text = json(serde_json::to_string(&"a\u{9b}b\u{202e}").unwrap());
 /// assert_eq!(text, r#""a\u009bb\u202e""#);
 /// assert_eq!(serde_json::from_str::<String>(&text).unwrap(), "a\u{9b}b\u{202e}");

@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::Case;
+use crate::case::load::Case;
 
 /// One clause.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ struct ClauseFile {
 pub const NOT_A_SCENARIO: &str = "(not a scenario:";
 
 /// The clause files of a corpus, by relative path, parsed.
-fn clause_files(corpus: &crate::corpus::Corpus) -> Result<Vec<(&str, ClauseFile)>, String> {
+fn clause_files(corpus: &crate::case::corpus::Corpus) -> Result<Vec<(&str, ClauseFile)>, String> {
     let mut out = Vec::new();
     for (rel, text) in corpus.files.iter().filter(|(k, _)| k.starts_with("clauses/") && k.ends_with(".yaml")) {
         let f = corpus.path_of(rel);
@@ -57,7 +57,7 @@ fn clause_files(corpus: &crate::corpus::Corpus) -> Result<Vec<(&str, ClauseFile)
 }
 
 /// Every clause of a corpus: the clause files, then the decisions.
-pub fn load_clauses(corpus: &crate::corpus::Corpus) -> Result<Vec<Clause>, String> {
+pub fn load_clauses(corpus: &crate::case::corpus::Corpus) -> Result<Vec<Clause>, String> {
     let mut out = Vec::new();
     for (_, file) in clause_files(corpus)? {
         out.extend(file.clauses);
@@ -130,7 +130,7 @@ impl Coverage {
 }
 
 /// The whole coverage of a corpus: its clauses against its cases, and every quote against its seed.
-pub fn coverage_of(corpus: &crate::corpus::Corpus, cases: &[Case]) -> Result<Coverage, String> {
+pub fn coverage_of(corpus: &crate::case::corpus::Corpus, cases: &[Case]) -> Result<Coverage, String> {
     let clauses = load_clauses(corpus)?;
     let mut cov = coverage(&clauses, cases);
     cov.misquoted = misquoted(corpus, cases)?;
@@ -163,7 +163,7 @@ pub struct Misquote {
 
 /// Every quote of a corpus: each clause's `text` (with its file's `seed`) and each case's `spec`
 /// quote.
-pub fn quotes(corpus: &crate::corpus::Corpus, cases: &[Case]) -> Result<Vec<Quote>, String> {
+pub fn quotes(corpus: &crate::case::corpus::Corpus, cases: &[Case]) -> Result<Vec<Quote>, String> {
     let mut out = Vec::new();
     for (rel, file) in clause_files(corpus)? {
         for c in file.clauses {
@@ -241,7 +241,7 @@ fn collapse(text: &str) -> String {
 /// The quotes of a corpus that do not occur verbatim under their cited heading of their cited
 /// seed, compared after collapsing whitespace and line breaks only: no case folding, no
 /// punctuation or quote-mark leniency, so a paraphrase or a quote moved to another section fails.
-pub fn misquoted(corpus: &crate::corpus::Corpus, cases: &[Case]) -> Result<Vec<Misquote>, String> {
+pub fn misquoted(corpus: &crate::case::corpus::Corpus, cases: &[Case]) -> Result<Vec<Misquote>, String> {
     let mut seeds: BTreeMap<String, Option<Vec<(String, String)>>> = BTreeMap::new();
     let mut out = Vec::new();
     for quote in quotes(corpus, cases)? {
@@ -344,7 +344,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
     use super::*;
-    use crate::corpus::Corpus;
+    use crate::case::corpus::Corpus;
 
     const SEED: &str = "Title of the seed\n\nIntro text.\n\nFirst part\n\nA sentence that runs\nover two lines.\n\n\
                         Known limits:\n\n\u{2022} a bullet.\n\nSecond part\n\nOther words here.\n";

@@ -2,14 +2,14 @@
 //! and badges.
 //!
 //! Every text that came from a case or an implementation is cut to its cap and escaped for the
-//! format by [`crate::escape`] on its way in, so no report acts on what displays it and none grows
+//! format by [`crate::report::escape`] on its way in, so no report acts on what displays it and none grows
 //! with what the implementation sent; that module's docs give the caps and the size bound.
 
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use crate::escape::{self, cut, DETAIL_MAX, FIELD_MAX, MESSAGE_MAX, REASON_MAX};
-use crate::run::{CaseResult, Status, Verdict};
+use crate::report::escape::{self, cut, DETAIL_MAX, FIELD_MAX, MESSAGE_MAX, REASON_MAX};
+use crate::run::case::{CaseResult, Status, Verdict};
 
 /// The most mismatches of the first divergent step, and decision differences, a case's detail
 /// shows. The default is 20.
@@ -59,11 +59,11 @@ pub fn case_detail(r: &CaseResult) -> String {
             let _ = writeln!(out, "  first divergent step: {} ({})", step.index, one_line(&step.action));
             for m in step.mismatches.iter().take(MISMATCHES_SHOWN) {
                 let on = match &m.basis {
-                    crate::scenario::Basis::Seed => "seed".into(),
-                    crate::scenario::Basis::Decision(d) => one_line(d),
+                    crate::case::scenario::Basis::Seed => "seed".into(),
+                    crate::case::scenario::Basis::Decision(d) => one_line(d),
                 };
                 let _ = writeln!(out, "  {} ({on}):", one_line(&m.field));
-                out.push_str(&crate::diff::render(&m.expected, &m.actual, "    "));
+                out.push_str(&crate::report::diff::render(&m.expected, &m.actual, "    "));
                 if out.len() > DETAIL_MAX {
                     break;
                 }
@@ -79,9 +79,9 @@ pub fn case_detail(r: &CaseResult) -> String {
     }
     if !matches!(r.status, Status::Pass | Status::Skip | Status::Unsupported) {
         let program = std::env::args().next().unwrap_or_else(|| "conformance".into());
-        let program = crate::adapter::shell_quote(&program);
-        let id = crate::adapter::shell_quote(&label(&r.id));
-        let dir = crate::adapter::shell_quote(&format!("repro-{}", label(&r.id)));
+        let program = crate::run::adapter::shell_quote(&program);
+        let id = crate::run::adapter::shell_quote(&label(&r.id));
+        let dir = crate::run::adapter::shell_quote(&format!("repro-{}", label(&r.id)));
         let commands = format!("  read it:      {program} explain {id}\n  reproduce it: {program} repro {id} {dir}\n");
         out.push_str(&escape::terminal(&commands));
     }
@@ -328,7 +328,7 @@ pub fn junit(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) ->
             ("implementation.version", hello.version.as_str()),
             ("implementation.language", hello.language.as_str()),
             ("suite.version", env!("CARGO_PKG_VERSION")),
-            ("protocol", crate::wire::PROTOCOL_VERSION),
+            ("protocol", crate::run::wire::PROTOCOL_VERSION),
         ] {
             let mut p = BytesStart::new("property");
             p.push_attribute(("name", name));

@@ -35,7 +35,7 @@ pub const MAX_REPORT_BYTES: u64 = 64 << 20;
 #[non_exhaustive]
 pub enum Kind {
     /// A file of a cases directory. Its links are not followed: a case directory is read as it
-    /// stands (see `corpus.rs`).
+    /// stands (see `case/corpus.rs`).
     CaseFile,
     /// An expectations manifest. A link is followed: the user named the path.
     Manifest,

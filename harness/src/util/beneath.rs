@@ -37,13 +37,13 @@ fn dir_flags() -> OFlags {
     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }
 
-/// Runs one change to a tree while holding the cleanup's write gate ([`crate::cleanup::writing`]),
+/// Runs one change to a tree while holding the cleanup's write gate ([`crate::util::cleanup::writing`]),
 /// so that a signal's cleanup never removes a folder while an entry is being added to it; after a
 /// signal, or once the run has ended, no change is made. Taken once per public operation (the
 /// gate is not reentrant).
 fn gated<T>(change: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
-    let _held =
-        crate::cleanup::writing().ok_or_else(|| "the harness is stopping: nothing more is written".to_string())?;
+    let _held = crate::util::cleanup::writing()
+        .ok_or_else(|| "the harness is stopping: nothing more is written".to_string())?;
     change()
 }
 

@@ -5,9 +5,10 @@ use std::fmt::Write;
 use std::fs;
 use std::path::Path;
 
-use crate::load::{Case, Corpus, TREE_MARKER};
-use crate::scenario::Platform;
-use crate::tree::Sandbox;
+use crate::case::corpus::{Corpus, TREE_MARKER};
+use crate::case::load::Case;
+use crate::case::scenario::Platform;
+use crate::case::tree::Sandbox;
 
 fn find<'a>(cases: &'a [Case], id: &str) -> Result<&'a Case, String> {
     cases
@@ -87,13 +88,13 @@ pub fn repro(cases: &[Case], id: &str, dir: &Path) -> Result<String, String> {
         }
         other => other.map_err(shown)?,
     }
-    let out = crate::beneath::Beneath::open(dir)?;
+    let out = crate::util::beneath::Beneath::open(dir)?;
     out.write("case.yaml", case.text.as_bytes())?;
     out.write(&format!("tree/{TREE_MARKER}"), b"")?;
     let sandbox = Sandbox::in_dir(&dir.join("tree"), dir)?;
     let mut notes = vec![format!("wrote {}", dir.display())];
     // The one-shot input builds the tree as a run would (host cases), with paths into tree/.
-    match crate::run::one_shot_input(&case.scenario, sandbox) {
+    match crate::run::case::one_shot_input(&case.scenario, sandbox) {
         Ok(input) => {
             let text = serde_json::to_string_pretty(&input).map_err(|e| e.to_string())?;
             out.write("one-shot.json", (text + "\n").as_bytes())?;

@@ -1,9 +1,10 @@
 //! What the harness drives: an [`Implementation`] opens a case, runs its steps and restarts. The
 //! reference runs in-process ([`InProcess`]); any other implementation runs behind the adapter
-//! protocol ([`crate::adapter::ProcessAdapter`]).
+//! protocol (`ProcessAdapter`, in the adapter module, which implements this trait and so is not
+//! linked from here).
 
-use crate::driver::Driver;
-use crate::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};
+use crate::run::driver::Driver;
+use crate::run::wire::{Hello, Observation, OpenCase, ScriptStep, StepOp};
 
 /// How a request to an implementation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,13 +67,16 @@ pub trait Implementation {
     /// Hands the implementation a share in the next case's directories, which it keeps while it
     /// may still write in them: the case's sandbox is removed only when the share is gone too.
     /// The default drops it (a process adapter is killed before its sandbox is removed).
-    fn lend(&mut self, _lease: Option<crate::tree::Lease>) {}
+    fn lend(&mut self, _lease: Option<crate::case::tree::Lease>) {}
     /// For an implementation that runs a case in a dialect of its own (an agent CLI reads
     /// `CLAUDE.md` where the case has `AGENTS.md`): the case as it runs there, or why it cannot
     /// (the case is UNSUPPORTED with that reason). The case's expectations are compared as
     /// written; the implementation translates what it observes back. The default runs the case as
     /// it is.
-    fn translate(&mut self, _case: &crate::scenario::Scenario) -> Result<Option<crate::scenario::Scenario>, String> {
+    fn translate(
+        &mut self,
+        _case: &crate::case::scenario::Scenario,
+    ) -> Result<Option<crate::case::scenario::Scenario>, String> {
         Ok(None)
     }
     /// The expectations this implementation cannot be observed to meet (a black box shows no
@@ -113,7 +117,7 @@ pub trait Implementation {
     }
 }
 
-pub use crate::driver::reference_hello;
+pub use crate::run::driver::reference_hello;
 
 /// The reference, in-process, on a worker thread of its own so that a step has the same timeout
 /// as an adapter's: a step that does not finish in time is a TIMEOUT, the worker is abandoned
@@ -125,7 +129,7 @@ pub struct InProcess {
     timeout: std::time::Duration,
     /// The open case's directories, lent to every job: a worker abandoned at a timeout keeps
     /// them until its step ends, so it never writes where they were (issue 21).
-    lease: Option<crate::tree::Lease>,
+    lease: Option<crate::case::tree::Lease>,
 }
 
 impl Default for InProcess {
@@ -144,13 +148,13 @@ enum Job {
 
 #[derive(Debug)]
 struct Worker {
-    jobs: std::sync::mpsc::Sender<(Job, Option<crate::tree::Lease>)>,
+    jobs: std::sync::mpsc::Sender<(Job, Option<crate::case::tree::Lease>)>,
     done: std::sync::mpsc::Receiver<Result<Observation, String>>,
 }
 
 impl Worker {
     fn start() -> Worker {
-        let (jobs, job_rx) = std::sync::mpsc::channel::<(Job, Option<crate::tree::Lease>)>();
+        let (jobs, job_rx) = std::sync::mpsc::channel::<(Job, Option<crate::case::tree::Lease>)>();
         let (done_tx, done) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let mut driver: Option<Driver> = None;
@@ -242,7 +246,7 @@ impl Implementation for InProcess {
         self.lease = None;
         closed
     }
-    fn lend(&mut self, lease: Option<crate::tree::Lease>) {
+    fn lend(&mut self, lease: Option<crate::case::tree::Lease>) {
         self.lease = lease;
     }
 }
@@ -253,22 +257,22 @@ impl Implementation for InProcess {
 pub fn validate_hello(hello: &Hello) -> Result<(), String> {
     let mut problems = Vec::new();
     for p in &hello.profiles {
-        if let Err(e) = crate::load::check_profile(p) {
+        if let Err(e) = crate::case::load::check_profile(p) {
             problems.push(format!("profile {e}"));
         }
     }
-    let capabilities = crate::vocabulary::capabilities();
+    let capabilities = crate::case::vocabulary::capabilities();
     for c in &hello.capabilities {
         if capabilities.contains_key(c) {
             continue;
         }
-        if crate::vocabulary::is_rule(c) {
+        if crate::case::vocabulary::is_rule(c) {
             problems.push(format!(
                 "'{c}' is a rule, not a capability: rules (confinement, the cap, ordering, ...) cannot be declared away"
             ));
             continue;
         }
-        let hint = crate::vocabulary::nearest(c, capabilities.keys().map(String::as_str))
+        let hint = crate::case::vocabulary::nearest(c, capabilities.keys().map(String::as_str))
             .map(|n| format!(" (did you mean '{n}'?)"))
             .unwrap_or_default();
         problems.push(format!("capability '{c}' is not in the vocabulary{hint}"));
@@ -347,10 +351,13 @@ impl Implementation for WithDeclared {
     fn set_case(&mut self, id: &str) {
         self.inner.set_case(id);
     }
-    fn lend(&mut self, lease: Option<crate::tree::Lease>) {
+    fn lend(&mut self, lease: Option<crate::case::tree::Lease>) {
         self.inner.lend(lease);
     }
-    fn translate(&mut self, case: &crate::scenario::Scenario) -> Result<Option<crate::scenario::Scenario>, String> {
+    fn translate(
+        &mut self,
+        case: &crate::case::scenario::Scenario,
+    ) -> Result<Option<crate::case::scenario::Scenario>, String> {
         self.inner.translate(case)
     }
     fn unobservable(&self) -> &'static [&'static str] {
@@ -381,8 +388,8 @@ impl Implementation for WithDeclared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario::TreeValue;
-    use crate::tree::Sandbox;
+    use crate::case::scenario::TreeValue;
+    use crate::case::tree::Sandbox;
     use std::time::{Duration, Instant};
 
     #[test]

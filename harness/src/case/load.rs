@@ -2,16 +2,13 @@
 //! name the file, the line and the field; one bad file never hides the others.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
-pub use crate::corpus::Corpus;
-use crate::scenario::{Action, Basis, BasisSpec, Failure, Platform, Scenario, TreeValue};
-use crate::vocabulary;
-
-/// A file that marks a directory as a materialised tree, never searched for cases.
-pub const TREE_MARKER: &str = ".conformance-tree";
+use crate::case::corpus::Corpus;
+use crate::case::error::LoadError;
+use crate::case::scenario::{Action, Basis, BasisSpec, Failure, Platform, Scenario, TreeValue};
+use crate::case::vocabulary;
 
 /// A loaded case.
 #[derive(Debug, Clone)]
@@ -24,33 +21,6 @@ pub struct Case {
     pub scenario: Scenario,
     /// The case file's text.
     pub text: String,
-}
-
-/// A loading error, located.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError {
-    /// The file.
-    pub file: PathBuf,
-    /// The 1-based line, where known.
-    pub line: Option<usize>,
-    /// What is wrong, naming the field.
-    pub message: String,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // A message may quote the case file (a parser's does), so it is clipped.
-        let message = crate::input::clip(&self.message);
-        match self.line {
-            Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, message),
-            None => write!(f, "{}: {}", self.file.display(), message),
-        }
-    }
-}
-
-/// The default corpus: `spec-cases/` of this workspace.
-pub fn default_cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join("spec-cases")
 }
 
 /// The first 1-based line of `text` containing `needle`.
@@ -230,12 +200,12 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
             _ => 0,
         };
         if let TreeValue::Sized { size, .. } = value {
-            if *size > crate::beneath::MAX_DENSE_FILE {
+            if *size > crate::util::beneath::MAX_DENSE_FILE {
                 bad(
                     path,
                     format!(
                         "tree: '{path}': {size} bytes is over the {} MiB cap of a dense file (use sparse)",
-                        crate::beneath::MAX_DENSE_FILE >> 20
+                        crate::util::beneath::MAX_DENSE_FILE >> 20
                     ),
                 );
             }
@@ -252,7 +222,7 @@ fn validate(s: &Scenario) -> Vec<(Option<String>, String)> {
             bad(path, format!("tree: '{path}': a Windows target tree holds no symlinks"));
         }
     }
-    let cap = if in_memory { crate::beneath::MAX_MEM_TREE_BYTES } else { crate::beneath::MAX_TREE_BYTES };
+    let cap = if in_memory { crate::util::beneath::MAX_MEM_TREE_BYTES } else { crate::util::beneath::MAX_TREE_BYTES };
     if total > cap {
         bad(
             "tree:",
@@ -338,7 +308,7 @@ fn validate_session(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 ),
             );
         }
-        let sub = c.kind == crate::scenario::Kind::SubAgent;
+        let sub = c.kind == crate::case::scenario::Kind::SubAgent;
         if !sub && c.parent.is_some() {
             bad(&at, format!("session.conversations: row '{}' has a parent, but only a sub_agent has one", c.id));
         }
@@ -348,7 +318,7 @@ fn validate_session(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
                 format!("session.conversations: row '{}' is a fork, but only a sub_agent (with a parent) forks", c.id),
             );
         }
-        if c.kind == crate::scenario::Kind::CronExecution && !c.id.starts_with(reference::CRON_ROOT_PREFIX) {
+        if c.kind == crate::case::scenario::Kind::CronExecution && !c.id.starts_with(reference::CRON_ROOT_PREFIX) {
             bad(
                 &at,
                 format!(
@@ -370,7 +340,7 @@ fn validate_session(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     }
     for (name, a) in &w.accounts {
         let at = format!("{name}:");
-        let chatbot = a.role == crate::scenario::Role::Chatbot;
+        let chatbot = a.role == crate::case::scenario::Role::Chatbot;
         if !chatbot && a.bound.is_some() {
             bad(&at, format!("session.accounts.{name}.bound: only a chatbot account is bound (a session's bound Project is placement.bound)"));
         }
@@ -381,7 +351,7 @@ fn validate_session(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
     match w.conversations.iter().find(|c| c.id == w.spawn) {
         None => bad("spawn:", format!("session.spawn: '{}' names no row of session.conversations", w.spawn)),
         Some(c) => {
-            let chatbot = w.accounts.get(&c.account).is_some_and(|a| a.role == crate::scenario::Role::Chatbot);
+            let chatbot = w.accounts.get(&c.account).is_some_and(|a| a.role == crate::case::scenario::Role::Chatbot);
             if chatbot && s.placement.as_ref().is_some_and(|p| p.bound.is_some()) {
                 bad("bound:", format!("placement.bound: the spawned row belongs to the chatbot '{}', which is bound through session.accounts.{}.bound", c.account, c.account));
             }
@@ -440,7 +410,7 @@ fn validate_local(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
             );
         }
         if let TreeValue::Sized { size, .. } = value {
-            if *size > crate::beneath::MAX_DENSE_FILE {
+            if *size > crate::util::beneath::MAX_DENSE_FILE {
                 bad(path, format!("local.daemon_tree: '{path}': {size} bytes is over the cap of a dense file"));
             }
         }
@@ -636,7 +606,7 @@ pub fn used_capabilities(s: &Scenario) -> BTreeSet<&'static str> {
             }
         }
         "root-file" => {
-            if s.prompt == Some(crate::scenario::PromptKind::Lean) {
+            if s.prompt == Some(crate::case::scenario::PromptKind::Lean) {
                 out.insert("lean_prompt");
             }
             let mut paths: Vec<String> = s.tree.keys().cloned().collect();
@@ -866,7 +836,7 @@ fn validate_basis(s: &Scenario, bad: &mut impl FnMut(&str, String)) {
         }
         let all_stated = match &e.basis {
             Some(BasisSpec::All(_)) => true,
-            Some(BasisSpec::Each(m)) => crate::scenario::EXPECTATIONS.iter().all(|x| m.contains_key(*x)),
+            Some(BasisSpec::Each(m)) => crate::case::scenario::EXPECTATIONS.iter().all(|x| m.contains_key(*x)),
             None => false,
         };
         if !all_stated && s.case_basis().is_none() {
@@ -958,7 +928,7 @@ mod tests {
         let s: Scenario = reference::yaml::from_str(text).unwrap();
         let used = used_capabilities(&s);
         assert!(used.contains("scopes") && used.contains("nested_option") && used.contains("restart"), "{used:?}");
-        let retained = crate::vocabulary::retained();
+        let retained = crate::case::vocabulary::retained();
         assert!(!retained.is_empty());
         for r in &retained {
             assert!(!used.contains(r.as_str()), "'{r}' is retained but derived");

@@ -10,10 +10,10 @@ use std::fmt;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-pub use crate::wire::CasePlatform as Platform;
-pub use crate::wire::WireSession as SessionSpec;
-pub use crate::wire::{Outcome, PromptKind, PromptPart, SectionOptions, WireEnvironment};
-pub use crate::wire::{
+pub use crate::run::wire::CasePlatform as Platform;
+pub use crate::run::wire::WireSession as SessionSpec;
+pub use crate::run::wire::{Outcome, PromptKind, PromptPart, SectionOptions, WireEnvironment};
+pub use crate::run::wire::{
     WireAccount as AccountSpec, WireConversation as ConversationSpec, WireKind as Kind, WireRole as Role,
 };
 
@@ -233,7 +233,7 @@ struct EntrySpec {
 
 fn hex_bytes(s: &str) -> Result<Vec<u8>, String> {
     let compact: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    crate::wire::from_hex(&compact)
+    crate::run::wire::from_hex(&compact)
 }
 
 impl TryFrom<EntrySpec> for TreeValue {

@@ -5,7 +5,7 @@
 //! pages open from disk in any browser.
 //!
 //! Every text from a case or an implementation is cut to its cap and escaped by
-//! [`crate::escape::html`] (markup, control and bidi characters); `matrix.json` carries the same
+//! [`crate::report::escape::html`] (markup, control and bidi characters); `matrix.json` carries the same
 //! caps as the JSON report.
 
 use std::collections::BTreeMap;
@@ -13,9 +13,9 @@ use std::fmt::Write;
 use std::fs;
 use std::path::Path;
 
-use crate::escape::{cut, FIELD_MAX, MESSAGE_MAX, REASON_MAX};
-use crate::run::{CaseResult, Status, Verdict};
-use crate::wire::Hello;
+use crate::report::escape::{cut, FIELD_MAX, MESSAGE_MAX, REASON_MAX};
+use crate::run::case::{CaseResult, Status, Verdict};
+use crate::run::wire::Hello;
 
 /// One implementation's run.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -31,7 +31,7 @@ pub struct Column {
 /// A label from data (a name, an id, an area, a hello field), cut to its cap and escaped for
 /// HTML.
 fn esc(s: &str) -> String {
-    crate::escape::html(&cut(s, FIELD_MAX))
+    crate::report::escape::html(&cut(s, FIELD_MAX))
 }
 
 /// A name safe as a file name.
@@ -120,7 +120,7 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
          of this suite, that <span class=\"other\">errored, crashed or timed out</span>, and that are \
          <span class=\"unsup\">unsupported</span> (a capability the implementation does not declare).</p>",
         env!("CARGO_PKG_VERSION"),
-        crate::wire::PROTOCOL_VERSION
+        crate::run::wire::PROTOCOL_VERSION
     );
     body.push_str("<table>\n<tr><th>profile/area</th>");
     for col in columns {
@@ -172,15 +172,15 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
                 esc(&r.id),
                 r.status.as_str(),
                 esc(&r.name),
-                crate::escape::html(&cut(r.reason.as_deref().unwrap_or(""), MESSAGE_MAX))
+                crate::report::escape::html(&cut(r.reason.as_deref().unwrap_or(""), MESSAGE_MAX))
             );
-            let detail = crate::report::case_detail(r);
+            let detail = crate::report::formats::case_detail(r);
             let case_page = format!(
                 "<p><a href=\"../../index.html\">matrix</a></p>\n<h1>{} on {}</h1>\n<p class=\"{class}\">{}</p>\n<pre>{}</pre>\n",
                 esc(&r.id),
                 esc(&col.name),
-                crate::escape::html(&cut(r.reason.as_deref().unwrap_or(""), REASON_MAX)),
-                crate::escape::html(&detail)
+                crate::report::escape::html(&cut(r.reason.as_deref().unwrap_or(""), REASON_MAX)),
+                crate::report::escape::html(&detail)
             );
             put(
                 &col_dir.join(format!("{}.html", slug(&r.id))),
@@ -194,17 +194,17 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
         .iter()
         .map(|c| Column {
             name: c.name.clone(),
-            hello: crate::report::bounded_hello(&c.hello),
-            results: c.results.iter().map(crate::report::bounded_result).collect(),
+            hello: crate::report::formats::bounded_hello(&c.hello),
+            results: c.results.iter().map(crate::report::formats::bounded_result).collect(),
         })
         .collect();
     let json = serde_json::to_string_pretty(&serde_json::json!({
         "suite_version": env!("CARGO_PKG_VERSION"),
-        "protocol": crate::wire::PROTOCOL_VERSION,
+        "protocol": crate::run::wire::PROTOCOL_VERSION,
         "implementations": bounded,
     }))
     .map_err(|e| e.to_string())?;
-    put(&dir.join("matrix.json"), crate::escape::json(json))
+    put(&dir.join("matrix.json"), crate::report::escape::json(json))
 }
 
 #[cfg(test)]

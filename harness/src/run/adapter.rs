@@ -14,9 +14,11 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::implementation::{ImplError, Implementation};
-pub use crate::wire::{protocol_schema, OneShotReply, OneShotRequest, Reply, Request, ScriptStep, PROTOCOL_VERSION};
-use crate::wire::{Hello, Observation, OpenCase, StepOp};
+use crate::run::implementation::{ImplError, Implementation};
+pub use crate::run::wire::{
+    protocol_schema, OneShotReply, OneShotRequest, Reply, Request, ScriptStep, PROTOCOL_VERSION,
+};
+use crate::run::wire::{Hello, Observation, OpenCase, StepOp};
 
 /// The longest reply line (and the longest one-shot output) the harness reads: 16 MiB. A longer
 /// one is a CRASH, so that a runaway implementation cannot exhaust the harness's memory.
@@ -248,7 +250,7 @@ impl ProcessAdapter {
             let error = reply.error.unwrap_or_else(|| "failed without an error message".into());
             return Err(match reply.refused_option {
                 Some(option) => ImplError::OptionRefused {
-                    option: crate::escape::cut(&option, crate::escape::FIELD_MAX).into_owned(),
+                    option: crate::report::escape::cut(&option, crate::report::escape::FIELD_MAX).into_owned(),
                     error,
                 },
                 None => ImplError::Refused(error),
@@ -363,9 +365,9 @@ impl Implementation for OneShotAdapter {
             name: self.command.clone(),
             version: "unknown".into(),
             language: "unknown".into(),
-            profiles: crate::load::PROFILES.iter().map(|p| p.to_string()).collect(),
-            capabilities: crate::vocabulary::capabilities().into_keys().collect(),
-            defaults: crate::wire::Defaults::default(),
+            profiles: crate::case::load::PROFILES.iter().map(|p| p.to_string()).collect(),
+            capabilities: crate::case::vocabulary::capabilities().into_keys().collect(),
+            defaults: crate::run::wire::Defaults::default(),
             codes: std::collections::BTreeMap::new(),
         })
     }
@@ -426,7 +428,7 @@ pub fn run_one_shot(
         serde_json::to_vec(&request).map_err(|e| ImplError::Fatal(format!("cannot encode a request: {e}")))?;
     input.push(b'\n');
     let Spawned { mut child, mut stdin, stdout, stderr } = spawn(command, home)?;
-    let _group = crate::cleanup::register_group(child.id());
+    let _group = crate::util::cleanup::register_group(child.id());
     // Writing and reading run beside each other: an implementation that answers before it has
     // read all its input must not deadlock against a full pipe.
     thread::spawn(move || {
@@ -504,7 +506,7 @@ struct Proc {
     requests: Option<Sender<Vec<u8>>>,
     events: Receiver<Event>,
     stderr: StderrTail,
-    _group: crate::cleanup::Guard,
+    _group: crate::util::cleanup::Guard,
 }
 
 impl Proc {
@@ -520,7 +522,7 @@ impl Proc {
         // `write_all` for ever; this way the reply's timeout covers the write too.
         thread::spawn(move || write_requests(stdin, request_rx, writer_events));
         thread::spawn(move || read_replies(stdout, event_tx));
-        let _group = crate::cleanup::register_group(child.id());
+        let _group = crate::util::cleanup::register_group(child.id());
         Ok(Proc { child, requests: Some(requests), events, stderr, _group })
     }
 
@@ -659,7 +661,7 @@ fn stop_child(child: &mut Child, grace: Duration) -> Stopped {
         }
     };
     if let Some(pid) = pid {
-        crate::cleanup::kill_group(pid.as_raw_nonzero().get());
+        crate::util::cleanup::kill_group(pid.as_raw_nonzero().get());
     }
     if exited {
         if let Ok(status) = child.wait() {

@@ -5,11 +5,11 @@ use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::implementation::Implementation;
-use crate::load::Case;
-use crate::manifest::Manifest;
-use crate::run::{run_case, CaseResult, Level, RunContext, Status};
-use crate::wire::Hello;
+use crate::case::load::Case;
+use crate::judge::manifest::Manifest;
+use crate::run::case::{run_case, CaseResult, Level, RunContext, Status};
+use crate::run::implementation::Implementation;
+use crate::run::wire::Hello;
 
 /// Which cases to run.
 #[derive(Debug, Clone, Default)]
@@ -70,7 +70,7 @@ pub fn run_all(
 ) -> Result<(Hello, Vec<CaseResult>), String> {
     let mut first = factory()?;
     let hello = first.hello().map_err(|e| format!("hello failed: {e}"))?;
-    crate::implementation::validate_hello(&hello)?;
+    crate::run::implementation::validate_hello(&hello)?;
     let ctx = RunContext { hello: &hello, level, keep_transcript: false };
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -149,7 +149,7 @@ fn skipped(case: &Case) -> CaseResult {
         id: case.scenario.id.clone(),
         name: case.name.clone(),
         profile: case.scenario.profile.clone(),
-        area: crate::run::area(&case.name),
+        area: crate::run::case::area(&case.name),
         status: Status::Skip,
         reason: Some("skipped by the expectations manifest".into()),
         basis: None,

@@ -17,8 +17,8 @@
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::scenario::{Basis, BasisSpec, Expect, ExpectDiagnostic, Scenario};
-use crate::wire::{Hello, Observation, PromptKind, PromptPart, WireDiagnostic, WirePrompt};
+use crate::case::scenario::{Basis, BasisSpec, Expect, ExpectDiagnostic, Scenario};
+use crate::run::wire::{Hello, Observation, PromptKind, PromptPart, WireDiagnostic, WirePrompt};
 
 /// The seed's own diagnostic codes (seed 000, "Boundaries and authority", "Lifetime"): compared
 /// literally, whatever an implementation maps.
@@ -682,8 +682,8 @@ fn section_facets(
     cmp: &mut Cmp,
     ctx: &Context<'_>,
     expect: &Expect,
-    section: &crate::scenario::ExpectSection,
-    got: &crate::wire::WireSection,
+    section: &crate::case::scenario::ExpectSection,
+    got: &crate::run::wire::WireSection,
 ) {
     let s = ctx.scenario;
     let basis = |what: &str| s.basis_of(expect, what).unwrap_or(Basis::Seed);
@@ -847,7 +847,7 @@ fn layout_facet(cmp: &mut Cmp, ctx: &Context<'_>, expect: &Expect, want: &str, g
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{WireActivation, WireFile, WireSection};
+    use crate::run::wire::{WireActivation, WireFile, WireSection};
 
     /// A told outcome is compared by whether it was told; its text is shown, never compared.
     #[rstest::rstest]
@@ -871,11 +871,11 @@ mod tests {
             "id: x\ntitle: t\nspec: [{{decision: D-X}}, {{seed: '000', heading: h, quote: q}}]\nbasis: {basis}\n\
              profile: {profile}\nplatform: posix\nrules: [globs]\nsteps:\n  - start:\n"
         );
-        crate::load::parse(&text).unwrap()
+        crate::case::load::parse(&text).unwrap()
     }
 
     fn hello() -> Hello {
-        crate::driver::reference_hello()
+        crate::run::driver::reference_hello()
     }
 
     fn expect(yaml: &str) -> Expect {
@@ -957,8 +957,8 @@ mod tests {
     fn the_envelope_is_checked_on_the_appended_text(#[case] rendered: &str, #[case] bases: &[&str]) {
         let s = scenario("modules", "seed");
         let obs = Observation {
-            activation: Some(crate::wire::WireActivation {
-                modules: vec![crate::wire::WireModule {
+            activation: Some(crate::run::wire::WireActivation {
+                modules: vec![crate::run::wire::WireModule {
                     path: "a.md".into(),
                     supersedes: false,
                     content: "A\n".into(),
@@ -1203,7 +1203,7 @@ mod tests {
     fn the_text_after_an_undeclared_intro_is_compared() {
         let s = section_case("seed", "{}");
         let mut bare = hello();
-        bare.defaults = crate::wire::Defaults::default();
+        bare.defaults = crate::run::wire::Defaults::default();
         let e = "section: {text: \"{intro}\\n\\nInstructions from: a\\n\\nA\", files: [a]}";
         assert!(run(&s, &bare, e, &section_obs("Theirs.\n\nInstructions from: a\n\nA", &["a"], &[])).is_empty());
         let got = run(&s, &bare, e, &section_obs("Theirs.\n\nInstructions from: a\n\nA\n", &["a"], &[]));
@@ -1221,7 +1221,7 @@ mod tests {
             ..Observation::default()
         };
         let mut bare = hello();
-        bare.defaults = crate::wire::Defaults::default();
+        bare.defaults = crate::run::wire::Defaults::default();
         assert!(run(&s, &bare, "section: {text: \"{intro}\"}", &obs).is_empty());
         assert_eq!(run(&s, &hello(), "section: {text: \"{intro}\"}", &obs).len(), 1);
     }

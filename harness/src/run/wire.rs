@@ -1,7 +1,8 @@
 //! The adapter protocol's data (harness/PROTOCOL.md): what `open` carries, the steps, the
 //! observations, `hello`, and the envelopes of both modes. harness/protocol.schema.json is
 //! generated from these types. They belong to the harness, not to the reference: the reference is
-//! a library that never knows it is under test, and [`crate::driver`] translates between the two.
+//! a library that never knows it is under test, and the in-process driver translates between the
+//! two (it uses this file, so this file does not link to it).
 //!
 //! Field names are snake_case. Every struct refuses unknown fields, so that a misspelt field in an
 //! adapter's reply is a CRASH with a message rather than a silently empty observation.

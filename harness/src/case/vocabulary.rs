@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 /// The built-in vocabulary.
-const VOCABULARY_YAML: &str = include_str!("../../spec-cases/vocabulary.yaml");
+const VOCABULARY_YAML: &str = include_str!("../../../spec-cases/vocabulary.yaml");
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -24,7 +24,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{CaseResult, Status};
+use crate::run::case::{CaseResult, Status};
 
 /// One entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,16 +79,16 @@ pub struct Manifest {
 
 impl Manifest {
     /// Reads a manifest; errors name the file and line. The file must be a regular file of at
-    /// most [`crate::input::MAX_MANIFEST_BYTES`] (a link to one is followed): a FIFO or a device
-    /// is refused at once ([`crate::input::read_text`]).
+    /// most [`crate::util::input::MAX_MANIFEST_BYTES`] (a link to one is followed): a FIFO or a device
+    /// is refused at once ([`crate::util::input::read_text`]).
     pub fn read(path: &Path) -> Result<Manifest, String> {
-        let text = crate::input::read_text(path, crate::input::Kind::Manifest)
+        let text = crate::util::input::read_text(path, crate::util::input::Kind::Manifest)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         if text.trim().is_empty() {
             return Ok(Manifest::default());
         }
         let m: Manifest = reference::yaml::from_str(&text).map_err(|e| {
-            let message = crate::input::clip(&e.message);
+            let message = crate::util::input::clip(&e.message);
             match e.line {
                 Some(l) => format!("{}:{l}: {message}", path.display()),
                 None => format!("{}: {message}", path.display()),
@@ -99,7 +99,7 @@ impl Manifest {
                 return Err(format!(
                     "{}: {}: status {} cannot be expected (use FAIL, ERROR, CRASH, TIMEOUT, UNSUPPORTED or SKIP)",
                     path.display(),
-                    crate::input::clip(id),
+                    crate::util::input::clip(id),
                     entry.status.as_str()
                 ));
             }
@@ -194,7 +194,7 @@ mod tests {
 
     #[test]
     fn a_run_declaring_less_than_its_manifest_is_reported() {
-        let mut hello = crate::driver::reference_hello();
+        let mut hello = crate::run::driver::reference_hello();
         let manifest = Manifest::from_results(&hello, &[]);
         assert!(manifest.dropped_support(&hello).is_empty());
         hello.capabilities.retain(|c| c != "rule_modules");
@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_rewrite_keeps_reasons_links_and_skips() {
-        let hello = crate::driver::reference_hello();
+        let hello = crate::run::driver::reference_hello();
         let entry = |status, reason: &str, link: Option<&str>| Entry {
             status,
             reason: reason.into(),
@@ -225,7 +225,7 @@ mod tests {
 
     #[test]
     fn the_manifest_round_trips_with_its_hello() {
-        let hello = crate::driver::reference_hello();
+        let hello = crate::run::driver::reference_hello();
         let m = Manifest::from_results(&hello, &[]);
         let back: Manifest = reference::yaml::from_str(&m.to_yaml()).unwrap();
         assert_eq!(back, m);

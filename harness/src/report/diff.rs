@@ -166,7 +166,7 @@ pub fn render(expected: &str, actual: &str, indent: &str) -> String {
         for n in notes {
             let _ = writeln!(out, "{indent}({n})");
         }
-        return crate::escape::cut(&out, DIFF_OUTPUT_MAX).into_owned();
+        return crate::report::escape::cut(&out, DIFF_OUTPUT_MAX).into_owned();
     }
     let (e_part, a_part, skipped, e_left, a_left) = window(expected, actual);
     let began = Instant::now();
@@ -219,7 +219,7 @@ pub fn render(expected: &str, actual: &str, indent: &str) -> String {
     if has_invisible(e_part) || has_invisible(a_part) {
         let _ = writeln!(out, "{indent}(invisible characters are marked: ␍ CR, → tab, ⍽ no-break space, ⟨BOM⟩)");
     }
-    crate::escape::cut(&out, DIFF_OUTPUT_MAX).into_owned()
+    crate::report::escape::cut(&out, DIFF_OUTPUT_MAX).into_owned()
 }
 
 fn quoted(s: &str) -> String {

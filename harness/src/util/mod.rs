@@ -1,0 +1,7 @@
+//! What every stage stands on, and which uses none of them: reading untrusted input files with
+//! bounds ([`input`]), file operations confined beneath a directory ([`beneath`]), and leaving no
+//! process or temporary directory behind ([`cleanup`]).
+
+pub mod beneath;
+pub mod cleanup;
+pub mod input;
