@@ -126,6 +126,13 @@ enum Command {
         #[arg(long = "output", value_name = "FORMAT=PATH", value_parser = parse_output)]
         outputs: Vec<(Format, PathBuf)>,
     },
+    /// Lists agent CLI recipes, one line each, tab-separated: the pin (`claude-code@2.1.332`), the
+    /// folder `.ci/agents` installs it into, the program there, and the npm packages to install.
+    /// Without pins, every built-in recipe at its pinned version.
+    Agents {
+        /// `NAME`, `NAME@VERSION` or a recipe file, as `run --agent` takes them.
+        pins: Vec<String>,
+    },
     /// Runs the suite and writes the manifest that expects exactly its results.
     Expectations {
         /// The manifest to write.
@@ -325,6 +332,32 @@ fn agent_factory(
     Ok(move || -> Result<Box<dyn Implementation + Send>, String> {
         Ok(Box::new(harness::run::agent::runner::Agent::new(recipe.clone(), version.clone(), timeout)?))
     })
+}
+
+/// `conformance agents`: each recipe's install plan, for `.ci/agents`.
+fn agents(pins: &[String]) -> Result<ExitCode, String> {
+    use harness::run::agent::recipe::{cache_dir, Recipe};
+    let pins: Vec<String> = if pins.is_empty() { Recipe::builtin_names() } else { pins.to_vec() };
+    for spec in &pins {
+        let (name, version) = match spec.rsplit_once('@') {
+            Some((n, v)) if !n.is_empty() && !v.is_empty() => (n, Some(v)),
+            _ => (spec.as_str(), None),
+        };
+        let recipe = Recipe::find(name)?;
+        let Some(npm) = &recipe.package.npm else {
+            emit(format_args!("{}	-	{}	-
+", recipe.pin(None), recipe.package.path.clone().unwrap_or_default()));
+            continue;
+        };
+        let version = version.or(recipe.package.version.as_deref()).unwrap_or_default();
+        let dir = cache_dir().join(format!("{}@{version}", recipe.name));
+        let bin = dir.join(recipe.package.bin.as_deref().unwrap_or_default().replace("{version}", version));
+        let mut specs = vec![format!("{npm}@{version}")];
+        specs.extend(recipe.package.with.iter().map(|w| w.replace("{version}", version)));
+        emit(format_args!("{}	{}	{}	{}
+", recipe.pin(Some(version)), dir.display(), bin.display(), specs.join(" ")));
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Writes the transcript of every case that has one to `dir/<id>.jsonl`.
@@ -784,6 +817,7 @@ fn main() -> ExitCode {
             load(&cases).and_then(|c| matrix(&c, &implementations, &agents, &out, jobs, timeout, filter))
         }
         Command::Smoke { adapter, timeout, cases } => load(&cases).and_then(|c| smoke(&c, &adapter, timeout)),
+        Command::Agents { pins } => agents(&pins),
         Command::Report { results, format, profile, outputs } => {
             rerender(&results, format, profile.as_deref(), &outputs)
         }

@@ -71,6 +71,11 @@ pub struct Found {
     pub last_place: Place,
     /// The text index and offset of its last occurrence.
     pub last_at: (usize, usize),
+    /// The project path the text names just before its first and its last occurrence, where it
+    /// names one of this file's name (`Contents of /root/pkg/CLAUDE.md:`): a file reached through
+    /// a linked folder has the same content at two paths, and the CLI's own words tell which one
+    /// it loaded.
+    pub named: (Option<String>, Option<String>),
 }
 
 /// Lists the instruction files of the tree under `sandbox` whose project folder is `project`:
@@ -179,10 +184,17 @@ fn body(text: &str) -> String {
 /// the files the last batch read with the CLI's own tool, each with how often: so many of the
 /// file's occurrences in tool results are that read's output, not an instruction, and are not
 /// counted.
-pub fn find(candidates: &[Candidate], segments: &[Segment], reads: &BTreeMap<String, usize>) -> Vec<Found> {
+pub fn find(
+    candidates: &[Candidate],
+    segments: &[Segment],
+    reads: &BTreeMap<String, usize>,
+    project: &Path,
+) -> Vec<Found> {
     let mut out = Vec::new();
     for c in candidates {
-        if let Some(f) = find_one(c, segments, reads.get(&c.rel).copied().unwrap_or(0)) {
+        if let Some(mut f) = find_one(c, segments, reads.get(&c.rel).copied().unwrap_or(0)) {
+            let name = c.rel.rsplit('/').next().unwrap_or("");
+            f.named = (named(segments, f.at, project, name), named(segments, f.last_at, project, name));
             out.push(f);
         }
     }
@@ -199,6 +211,31 @@ fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)
         }
     }
     out
+}
+
+/// How far before a file's text its path is looked for.
+const NAMED_WITHIN: usize = 512;
+
+/// The project path of a file named `name` that the text names last before `at`, within
+/// [`NAMED_WITHIN`] bytes.
+fn named(segments: &[Segment], at: (usize, usize), project: &Path, name: &str) -> Option<String> {
+    let text = &segments.get(at.0)?.text;
+    let mut from = at.1.saturating_sub(NAMED_WITHIN);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let before = text.get(from..at.1)?;
+    let root = format!("{}/", project.parent()?.to_string_lossy());
+    let start = before.rfind(&root)?;
+    let token: String = before
+        .get(start..)?
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, ':' | '(' | ')' | '"' | '\'' | '<' | '>' | '`' | ','))
+        .collect();
+    if !token.ends_with(&format!("/{name}")) {
+        return None;
+    }
+    relative(project, Path::new(&token))
 }
 
 fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> {
@@ -225,6 +262,7 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> 
             count: all.len(),
             last_place: last.2,
             last_at: (last.0, last.1),
+            named: (None, None),
         })
     };
     if c.sent.trim().is_empty() {
@@ -276,7 +314,7 @@ mod tests {
     #[test]
     fn a_whole_file_is_found_where_it_sits() {
         let segs = [seg(Place::System, "sys"), seg(Place::ToolResult, "x\nContents of a:\nNested rules\nend")];
-        let f = find(&[cand("src/AGENTS.md", "Nested rules\n")], &segs, &BTreeMap::new());
+        let f = find(&[cand("src/AGENTS.md", "Nested rules\n")], &segs, &BTreeMap::new(), Path::new("/p/project"));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].content, "Nested rules\n");
         assert_eq!(f[0].place, Place::ToolResult);
@@ -285,7 +323,12 @@ mod tests {
 
     #[test]
     fn a_file_found_only_trimmed_is_reported_trimmed() {
-        let f = find(&[cand("a", "\nRules here\n\n")], &[seg(Place::System, "<x>Rules here</x>")], &BTreeMap::new());
+        let f = find(
+            &[cand("a", "\nRules here\n\n")],
+            &[seg(Place::System, "<x>Rules here</x>")],
+            &BTreeMap::new(),
+            Path::new("/p/project"),
+        );
         assert_eq!(f[0].content, "Rules here");
     }
 
@@ -293,7 +336,8 @@ mod tests {
     fn a_cut_file_is_reported_with_its_prefix() {
         let content = "é".repeat(100);
         let shown = format!("start {} end", "é".repeat(60));
-        let f = find(&[cand("big", &content)], &[seg(Place::FirstUser, &shown)], &BTreeMap::new());
+        let f =
+            find(&[cand("big", &content)], &[seg(Place::FirstUser, &shown)], &BTreeMap::new(), Path::new("/p/project"));
         assert_eq!(f[0].content, "é".repeat(60));
         assert!(f[0].cut);
     }
@@ -303,7 +347,8 @@ mod tests {
         assert!(find(
             &[cand("a", "General rules for everything\n")],
             &[seg(Place::System, "General")],
-            &BTreeMap::new()
+            &BTreeMap::new(),
+            Path::new("/p/project")
         )
         .is_empty());
     }
@@ -311,8 +356,18 @@ mod tests {
     #[test]
     fn files_are_ordered_by_where_they_appear() {
         let segs = [seg(Place::System, "B then A")];
-        let f = find(&[cand("a", "A"), cand("b", "B")], &segs, &BTreeMap::new());
+        let f = find(&[cand("a", "A"), cand("b", "B")], &segs, &BTreeMap::new(), Path::new("/p/project"));
         assert_eq!(f.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+    }
+
+    #[test]
+    fn the_path_the_cli_names_before_a_text_is_the_path_it_loaded() {
+        let segs = [seg(Place::User, "Contents of /p/project/pkg/CLAUDE.md (project instructions):\n\nPkg rules\n")];
+        let f = find(&[cand("real/pkg/CLAUDE.md", "Pkg rules\n")], &segs, &BTreeMap::new(), Path::new("/p/project"));
+        assert_eq!(f[0].named.1.as_deref(), Some("pkg/CLAUDE.md"));
+        let other = [seg(Place::User, "Contents of /p/project/pkg/notes.md:\n\nPkg rules\n")];
+        let f = find(&[cand("real/pkg/CLAUDE.md", "Pkg rules\n")], &other, &BTreeMap::new(), Path::new("/p/project"));
+        assert_eq!(f[0].named.1, None);
     }
 
     #[test]
@@ -323,10 +378,10 @@ mod tests {
             seg(Place::User, "again: Root rules"),
         ];
         let c = [cand("AGENTS.md", "Root rules")];
-        let f = find(&c, &segs, &BTreeMap::new());
+        let f = find(&c, &segs, &BTreeMap::new(), Path::new("/p/project"));
         assert_eq!((f[0].count, f[0].last_place), (3, Place::User));
         let reads = BTreeMap::from([("AGENTS.md".to_string(), 1)]);
-        assert_eq!(find(&c, &segs, &reads)[0].count, 2);
+        assert_eq!(find(&c, &segs, &reads, Path::new("/p/project"))[0].count, 2);
     }
 
     #[rstest::rstest]

@@ -300,7 +300,7 @@ impl Agent {
         let dialect = Dialect::new(&self.recipe);
         let names = dialect.instruction_names();
         let candidates = extract::candidates(&live.sandbox, &live.root, &names, dialect.rules_dir());
-        Ok(extract::find(&candidates, &api::segments(self.api(), &main.body), &live.reads))
+        Ok(extract::find(&candidates, &api::segments(self.api(), &main.body), &live.reads, &live.root))
     }
 
     /// The startup observation of a (first or resumed) main request.
@@ -316,7 +316,7 @@ impl Agent {
         live.counts = found.iter().map(|f| ((f.rel.clone(), f.content.clone()), f.count)).collect();
         for f in found {
             live.last.insert(f.rel.clone(), f.content.clone());
-            let path = translated.back(&f.rel);
+            let path = translated.back(f.named.0.as_deref().unwrap_or(&f.rel));
             notes.push(note(step, "startup", &path, &f));
             files.push(WireFile {
                 kind: if f.kind == Kind::Root { "root" } else { "module" }.into(),
@@ -352,7 +352,7 @@ impl Agent {
         sent.sort_by_key(|f| f.last_at);
         for f in sent {
             let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some_and(|c| c != f.content);
-            let path = translated.back(&f.rel);
+            let path = translated.back(f.named.1.as_deref().unwrap_or(&f.rel));
             notes.push(note(step, "activation", &path, &f));
             if !texts.contains(&f.last_at.0) {
                 texts.push(f.last_at.0);
