@@ -345,8 +345,12 @@ fn agents(pins: &[String]) -> Result<ExitCode, String> {
         };
         let recipe = Recipe::find(name)?;
         let Some(npm) = &recipe.package.npm else {
-            emit(format_args!("{}	-	{}	-
-", recipe.pin(None), recipe.package.path.clone().unwrap_or_default()));
+            emit(format_args!(
+                "{}	-	{}	-
+",
+                recipe.pin(None),
+                recipe.package.path.clone().unwrap_or_default()
+            ));
             continue;
         };
         let version = version.or(recipe.package.version.as_deref()).unwrap_or_default();
@@ -354,8 +358,14 @@ fn agents(pins: &[String]) -> Result<ExitCode, String> {
         let bin = dir.join(recipe.package.bin.as_deref().unwrap_or_default().replace("{version}", version));
         let mut specs = vec![format!("{npm}@{version}")];
         specs.extend(recipe.package.with.iter().map(|w| w.replace("{version}", version)));
-        emit(format_args!("{}	{}	{}	{}
-", recipe.pin(Some(version)), dir.display(), bin.display(), specs.join(" ")));
+        emit(format_args!(
+            "{}	{}	{}	{}
+",
+            recipe.pin(Some(version)),
+            dir.display(),
+            bin.display(),
+            specs.join(" ")
+        ));
     }
     Ok(ExitCode::SUCCESS)
 }

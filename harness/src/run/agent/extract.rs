@@ -205,7 +205,7 @@ pub fn find(
 /// Every occurrence of `content`: (text index, offset, place).
 fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)> {
     let mut out = Vec::new();
-    for (i, s) in segments.iter().enumerate() {
+    for (i, s) in segments.iter().enumerate().filter(|(_, s)| s.place != Place::Assistant) {
         for (off, _) in s.text.match_indices(content) {
             out.push((i, off, s.place));
         }
@@ -268,7 +268,8 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> 
     if c.sent.trim().is_empty() {
         return None;
     }
-    let appears_at_all = |t: &str| segments.iter().any(|s| s.text.contains(t));
+    // The model's own turns (the scripted calls' arguments) are not what the CLI loaded.
+    let appears_at_all = |t: &str| segments.iter().any(|s| s.place != Place::Assistant && s.text.contains(t));
     if appears_at_all(&c.sent) {
         return found(&c.sent, false);
     }
