@@ -136,10 +136,43 @@ pub fn tool_results(api: Api, body: &Value) -> usize {
             .flat_map(|m| array(m.get("content")))
             .filter(|b| kind(b) == "tool_result")
             .count(),
+        // Gemini CLI 0.61.0 replays a resumed conversation with its function responses doubled:
+        // a response with an id counts once however often it appears.
+        Api::Gemini => {
+            let responses: Vec<&Value> = array(body.get("contents"))
+                .flat_map(|c| array(c.get("parts")))
+                .filter_map(|p| p.get("functionResponse"))
+                .collect();
+            let ids: std::collections::BTreeSet<&str> = responses.iter().filter_map(|r| str_at(r, "id")).collect();
+            ids.len() + responses.iter().filter(|r| str_at(r, "id").is_none()).count()
+        }
+    }
+}
+
+/// The texts of the failed tool results in the conversation's last message (the batch just
+/// answered): Anthropic's `tool_result` blocks with `is_error`, Gemini's function responses with
+/// an `error`.
+pub fn failed_results(api: Api, body: &Value) -> Vec<String> {
+    let text_of = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match api {
+        Api::AnthropicMessages => array(body.get("messages"))
+            .last()
+            .into_iter()
+            .flat_map(|m| array(m.get("content")))
+            .filter(|b| kind(b) == "tool_result" && b.get("is_error").and_then(Value::as_bool) == Some(true))
+            .map(|b| b.get("content").map(text_of).unwrap_or_default())
+            .collect(),
         Api::Gemini => array(body.get("contents"))
+            .last()
+            .into_iter()
             .flat_map(|c| array(c.get("parts")))
-            .filter(|p| p.get("functionResponse").is_some())
-            .count(),
+            .filter_map(|p| p.get("functionResponse"))
+            .filter_map(|r| r.get("response").and_then(|x| x.get("error")))
+            .map(text_of)
+            .collect(),
     }
 }
 
@@ -216,6 +249,8 @@ pub fn auxiliary(api: Api, method: &str, url_path: &str, body: &Value) -> Encode
             let request = body.get("generateContentRequest").unwrap_or(body);
             ok(json!({ "totalTokens": estimate_tokens(api, request) }))
         }
+        // A reachability probe (Claude Code 2.1.197 sends `HEAD /` at every start).
+        _ if method.eq_ignore_ascii_case("HEAD") => ok(json!({})),
         _ => error(api, 404, &format!("no endpoint '{} {}'", clip(method, 16), clip(url_path, 200))),
     }
 }

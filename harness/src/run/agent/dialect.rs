@@ -16,10 +16,6 @@ use crate::case::scenario::{Action, Platform, Scenario, TreeValue, WriteValue};
 
 use super::recipe::{Recipe, SEED_NAMES};
 
-/// The text of a touched file that the case's tree does not have, made so that the CLI's read of
-/// it succeeds as the case's touch does.
-pub const PLACEHOLDER: &str = "// a file the conformance case touches\n";
-
 /// Seed 000's rules folder ("Format and discovery": ".elowen/rules/**/*.md modules").
 const SEED_RULES: &str = ".elowen/rules";
 
@@ -32,6 +28,8 @@ pub struct Translated {
     back: BTreeMap<String, String>,
     /// The agent's rules folder, if it has one.
     rules_dir: Option<String>,
+    /// Each agent file name → the seed names mapped to it.
+    names_back: BTreeMap<String, Vec<String>>,
 }
 
 impl Translated {
@@ -41,12 +39,28 @@ impl Translated {
         if let Some(p) = self.back.get(rel) {
             return p.clone();
         }
-        match &self.rules_dir {
-            Some(dir) => match rel.strip_prefix(dir.as_str()).filter(|r| r.is_empty() || r.starts_with('/')) {
-                Some(rest) => format!("{SEED_RULES}{rest}"),
-                None => rel.to_string(),
-            },
-            None => rel.to_string(),
+        if let Some(dir) = &self.rules_dir {
+            if let Some(rest) = rel.strip_prefix(dir.as_str()).filter(|r| r.is_empty() || r.starts_with('/')) {
+                return format!("{SEED_RULES}{rest}");
+            }
+        }
+        // A path the case never named (a file reached through a linked folder): its file name in
+        // the seed's words, AGENTS.md where several seed names share the agent's name.
+        let (folder, name) = match rel.rsplit_once('/') {
+            Some((f, n)) => (Some(f), n),
+            None => (None, rel),
+        };
+        let seed = self.names_back.get(name).map(|seeds| {
+            if seeds.iter().any(|s| s == "AGENTS.md") {
+                "AGENTS.md".to_string()
+            } else {
+                seeds.first().cloned().unwrap_or_default()
+            }
+        });
+        match (folder, seed) {
+            (Some(f), Some(n)) if !n.is_empty() => format!("{f}/{n}"),
+            (None, Some(n)) if !n.is_empty() => n,
+            _ => rel.to_string(),
         }
     }
 
@@ -115,45 +129,46 @@ impl<'r> Dialect<'r> {
             };
             out.tree.insert(to, value);
         }
-        // What exists as each step comes: a touch of a file the case never made is a successful
-        // read in the case (the seed's tool reports it), but a CLI's read of a missing file fails.
-        let mut exists: std::collections::BTreeSet<String> =
-            out.tree.iter().filter(|(_, v)| !matches!(v, TreeValue::Dir)).map(|(p, _)| p.clone()).collect();
-        let mut placeholders: Vec<String> = Vec::new();
-        for step in &mut out.steps {
+        // What is a folder as each step comes: a CLI's read of a folder fails, where the case's
+        // touch of one is a file access. (A touch of a file the case's tree lacks is a successful
+        // read in the case; the runner makes the file just before the CLI reads it.)
+        let parents = |p: &str| -> Vec<String> {
+            p.match_indices('/').filter_map(|(i, _)| p.get(..i)).map(str::to_string).collect()
+        };
+        let mut dirs: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        for (p, v) in &out.tree {
+            if matches!(v, TreeValue::Dir) {
+                dirs.insert(p.clone());
+            }
+            dirs.extend(parents(p));
+        }
+        for step in &out.steps {
             match &step.action {
                 Action::Write(w) => {
-                    exists.insert(self.path(&w.path)?);
+                    let p = self.path(&w.path)?;
+                    dirs.remove(&p);
+                    dirs.extend(parents(&p));
                 }
                 Action::Delete(p) => {
                     let p = self.path(p)?;
-                    exists.retain(|e| e != &p && !e.starts_with(&format!("{p}/")));
+                    dirs.retain(|e| e != &p && !e.starts_with(&format!("{p}/")));
                 }
                 Action::Rename(r) => {
                     let (from, to) = (self.path(&r.from)?, self.path(&r.to)?);
-                    if exists.remove(&from) {
-                        exists.insert(to);
-                    }
+                    dirs.remove(&from);
+                    dirs.extend(parents(&to));
                 }
-                Action::Touch(t) if t.tool() != "write" => {
-                    let rel = t.path.strip_prefix("{root}/").unwrap_or(&t.path);
-                    let rel = self.path(rel)?;
-                    let inside = !rel.starts_with('/') && !rel.starts_with('{');
-                    // Never below a link or a file of the tree: the placeholder would go through it.
-                    let below_entry = rel
-                        .match_indices('/')
-                        .filter_map(|(i, _)| rel.get(..i))
-                        .any(|a| out.tree.get(a).is_some_and(|v| !matches!(v, TreeValue::Dir)));
-                    if inside && !below_entry && !exists.contains(&rel) && !out.tree.contains_key(&rel) {
-                        exists.insert(rel.clone());
-                        placeholders.push(rel);
+                Action::Touch(t) => {
+                    let rel = self.path(t.path.strip_prefix("{root}/").unwrap_or(&t.path))?;
+                    if dirs.contains(&rel) {
+                        return Err(format!(
+                            "the case touches the folder {rel}: {}'s own tools fail on a folder, where the case's tool reports a file access",
+                            self.agent()
+                        ));
                     }
                 }
                 _ => {}
             }
-        }
-        for p in placeholders {
-            out.tree.insert(p, TreeValue::File(PLACEHOLDER.as_bytes().to_vec()));
         }
         for step in &mut out.steps {
             match &mut step.action {
@@ -201,7 +216,19 @@ impl<'r> Dialect<'r> {
                 }
             }
         }
-        Ok(Translated { scenario: out, back, rules_dir: self.rules_dir().map(str::to_string) })
+        let mut names_back: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (seed, agent) in &self.recipe.dialect.names {
+            names_back.entry(agent.clone()).or_default().push(seed.clone());
+        }
+        for (to, from) in &back {
+            if self.recipe.dialect.reserved.iter().any(|r| r == to) {
+                return Err(format!(
+                    "{from} would be {to}, which {} reads for a purpose of its own (recipe dialect.reserved)",
+                    self.agent()
+                ));
+            }
+        }
+        Ok(Translated { scenario: out, back, rules_dir: self.rules_dir().map(str::to_string), names_back })
     }
 
     /// Whether the CLI can be scripted to make this touch: a successful call of a tool its recipe
@@ -232,8 +259,19 @@ impl<'r> Dialect<'r> {
 
     /// A project-relative path in the dialect; paths outside the project (`../`) are unchanged.
     pub fn path(&self, rel: &str) -> Result<String, String> {
-        if rel.starts_with("../") || rel == ".." || rel.starts_with('/') {
+        if rel == ".." || rel.starts_with('/') {
             return Ok(rel.to_string());
+        }
+        // Outside the project only the file name is the agent's (a file above the root, a link's
+        // target): a name it has no word for stays as it is.
+        if rel.starts_with("../") {
+            return Ok(match rel.rsplit_once('/') {
+                Some((folder, name)) => match self.recipe.dialect.names.get(name) {
+                    Some(n) => format!("{folder}/{n}"),
+                    None => rel.to_string(),
+                },
+                None => rel.to_string(),
+            });
         }
         let mut parts: Vec<String> = rel.split('/').map(str::to_string).collect();
         let in_rules = rel == SEED_RULES || rel.starts_with(&format!("{SEED_RULES}/"));
@@ -271,12 +309,11 @@ impl<'r> Dialect<'r> {
         self.rules_dir().is_some_and(|d| rel.starts_with(&format!("{d}/")))
     }
 
-    /// A rule module's bytes with the frontmatter key `paths` renamed to the dialect's.
+    /// A rule module's bytes with the frontmatter key `paths` renamed to the dialect's, and its
+    /// globs in the dialect's names (`**/AGENTS.md` → `**/CLAUDE.md`, `.elowen/rules/*.md` →
+    /// `.claude/rules/*.md`), so that they match the files the agent is made to touch.
     fn content(&self, bytes: &[u8]) -> Vec<u8> {
         let key = &self.recipe.dialect.frontmatter_key;
-        if key == "paths" {
-            return bytes.to_vec();
-        }
         let Ok(text) = std::str::from_utf8(bytes) else { return bytes.to_vec() };
         let (bom, body) = match text.strip_prefix('\u{feff}') {
             Some(rest) => ("\u{feff}", rest),
@@ -293,16 +330,32 @@ impl<'r> Dialect<'r> {
                 out.push_str(line);
                 continue;
             }
+            let line = if in_front && i > 0 { self.glob_names(line) } else { line.to_string() };
             match line.strip_prefix("paths:") {
                 Some(rest) if in_front && i > 0 => {
                     out.push_str(key);
                     out.push(':');
                     out.push_str(rest);
                 }
-                _ => out.push_str(line),
+                _ => out.push_str(&line),
             }
         }
         out.into_bytes()
+    }
+
+    /// A frontmatter line with the seed's folder and file names in globs made the dialect's.
+    fn glob_names(&self, line: &str) -> String {
+        let mut out = line.to_string();
+        if let Some(dir) = self.rules_dir() {
+            out = out.replace(SEED_RULES, dir);
+            if let Some((parent, _)) = dir.rsplit_once('/') {
+                out = replace_word(&out, ".elowen", parent);
+            }
+        }
+        for (seed, agent) in &self.recipe.dialect.names {
+            out = replace_word(&out, seed, agent);
+        }
+        out
     }
 
     /// A link's target with the names it passes through in the dialect.
@@ -324,6 +377,25 @@ impl<'r> Dialect<'r> {
         }
         out.join("/")
     }
+}
+
+/// `text` with every `word` that stands as a whole path segment (not part of a longer name)
+/// replaced by `by`.
+fn replace_word(text: &str, word: &str, by: &str) -> String {
+    let segment = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || matches!(c, '.' | '_' | '-')));
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest.get(..at).unwrap_or("");
+        let after = rest.get(at + word.len()..).unwrap_or("");
+        let whole =
+            segment(before.chars().next_back().or_else(|| out.chars().next_back())) && segment(after.chars().next());
+        out.push_str(before);
+        out.push_str(if whole { by } else { word });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Records `from` → `to`, refusing two case paths that become one agent path.
@@ -419,7 +491,8 @@ frontmatter_key = "globs"
     #[case(".elowen/rules/api.md", Ok(".claude/rules/api.md"))]
     #[case(".elowen/rules/sub/AGENTS.md", Ok(".claude/rules/sub/AGENTS.md"))]
     #[case(".elowen/AGENTS.md", Ok(".claude/CLAUDE.md"))]
-    #[case("../outside/AGENTS.md", Ok("../outside/AGENTS.md"))]
+    #[case("../outside/AGENTS.md", Ok("../outside/CLAUDE.md"))]
+    #[case("../outside/AGENTS.override.md", Ok("../outside/AGENTS.override.md"))]
     #[case("src/x.ts", Ok("src/x.ts"))]
     #[case("AGENTS.override.md", Err("claude-code has no name for AGENTS.override.md"))]
     fn paths_are_translated_into_the_dialect(#[case] from: &str, #[case] to: Result<&str, &str>) {

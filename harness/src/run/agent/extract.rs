@@ -184,17 +184,23 @@ fn body(text: &str) -> String {
 /// the files the last batch read with the CLI's own tool, each with how often: so many of the
 /// file's occurrences in tool results are that read's output, not an instruction, and are not
 /// counted.
+///
+/// An occurrence is the candidate's only where the text does not say it is another file's: the
+/// path a CLI names last before a text (`Contents of /root/src/CLAUDE.md:`, `--- Context from:
+/// src/GEMINI.md ---`) decides whose it is. Named as this candidate, or as a path that is the
+/// same file through a link, it counts; named as another file, it does not; named as nothing, it
+/// counts only when the text is long enough not to occur by chance ([`MIN_UNNAMED`]), so that
+/// `# C` is not found in a system prompt and two files with one content are told apart.
 pub fn find(
     candidates: &[Candidate],
     segments: &[Segment],
     reads: &BTreeMap<String, usize>,
     project: &Path,
 ) -> Vec<Found> {
+    let names = Names::new(candidates, project);
     let mut out = Vec::new();
     for c in candidates {
-        if let Some(mut f) = find_one(c, segments, reads.get(&c.rel).copied().unwrap_or(0)) {
-            let name = c.rel.rsplit('/').next().unwrap_or("");
-            f.named = (named(segments, f.at, project, name), named(segments, f.last_at, project, name));
+        if let Some(f) = find_one(c, segments, reads.get(&c.rel).copied().unwrap_or(0), &names) {
             out.push(f);
         }
     }
@@ -202,7 +208,89 @@ pub fn find(
     out
 }
 
-/// Every occurrence of `content`: (text index, offset, place).
+/// The shortest text counted where the request names no file before it.
+pub const MIN_UNNAMED: usize = 40;
+
+/// How far before a file's text its path is looked for.
+const NAMED_WITHIN: usize = 512;
+
+/// The paths a request may name files by.
+struct Names<'a> {
+    project: &'a Path,
+    /// Each candidate's project path, and its absolute path.
+    paths: Vec<(&'a str, String)>,
+    /// The sandbox's absolute prefix (`/tmp/x/`).
+    sandbox: Option<String>,
+}
+
+/// Whether `c` may stand in a path.
+fn path_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '/' | '.' | '_' | '-' | '~' | '+' | '@')
+}
+
+impl<'a> Names<'a> {
+    fn new(candidates: &'a [Candidate], project: &'a Path) -> Names<'a> {
+        let paths =
+            candidates.iter().map(|c| (c.rel.as_str(), project.join(&c.rel).to_string_lossy().into_owned())).collect();
+        let sandbox = project.parent().map(|p| format!("{}/", p.to_string_lossy()));
+        Names { project, paths, sandbox }
+    }
+
+    /// The project path named last before `off` in `text` (within [`NAMED_WITHIN`] bytes).
+    fn before(&self, text: &str, off: usize) -> Option<String> {
+        let mut from = off.saturating_sub(NAMED_WITHIN);
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+        let window = text.get(from..off)?;
+        let mut best: Option<(usize, String)> = None;
+        let mut consider = |end: usize, rel: String| {
+            if best.as_ref().is_none_or(|(e, _)| end > *e) {
+                best = Some((end, rel));
+            }
+        };
+        // An absolute path in the sandbox, whatever it names (a linked folder's path too).
+        if let Some(prefix) = &self.sandbox {
+            for (start, _) in window.match_indices(prefix.as_str()) {
+                let token: String = window.get(start..).unwrap_or("").chars().take_while(|c| path_char(*c)).collect();
+                if let Some(rel) = relative(self.project, Path::new(&token)) {
+                    consider(start + token.len(), rel);
+                }
+            }
+        }
+        // A candidate's project path, standing alone (not the end of a longer path).
+        for (rel, _) in &self.paths {
+            for (start, _) in window.match_indices(rel) {
+                let alone_before =
+                    window.get(..start).and_then(|b| b.chars().next_back()).is_none_or(|c| !path_char(c));
+                let alone_after = window
+                    .get(start + rel.len()..)
+                    .and_then(|a| a.chars().next())
+                    .is_none_or(|c| !path_char(c) || c == '.');
+                if alone_before && alone_after {
+                    consider(start + rel.len(), (*rel).to_string());
+                }
+            }
+        }
+        best.map(|(_, rel)| rel)
+    }
+
+    /// Whether an occurrence named `named` (or nothing) is `c`'s, and by which path.
+    fn owns(&self, c: &Candidate, named: Option<String>, content: &str) -> Option<Option<String>> {
+        match named {
+            None => (content.trim().len() >= MIN_UNNAMED).then_some(None),
+            Some(p) if p == c.rel => Some(None),
+            Some(p) if self.paths.iter().any(|(rel, _)| *rel == p) => None,
+            Some(p) => {
+                let same_name = p.rsplit('/').next() == c.rel.rsplit('/').next();
+                let real = |rel: &str| std::fs::canonicalize(self.project.join(rel)).ok();
+                (same_name && real(&p).is_some() && real(&p) == real(&c.rel)).then_some(Some(p))
+            }
+        }
+    }
+}
+
+/// Every occurrence of `content`: (text index, offset, place), the model's own turns aside.
 fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)> {
     let mut out = Vec::new();
     for (i, s) in segments.iter().enumerate().filter(|(_, s)| s.place != Place::Assistant) {
@@ -213,37 +301,24 @@ fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)
     out
 }
 
-/// How far before a file's text its path is looked for.
-const NAMED_WITHIN: usize = 512;
-
-/// The project path of a file named `name` that the text names last before `at`, within
-/// [`NAMED_WITHIN`] bytes.
-fn named(segments: &[Segment], at: (usize, usize), project: &Path, name: &str) -> Option<String> {
-    let text = &segments.get(at.0)?.text;
-    let mut from = at.1.saturating_sub(NAMED_WITHIN);
-    while !text.is_char_boundary(from) {
-        from += 1;
-    }
-    let before = text.get(from..at.1)?;
-    let root = format!("{}/", project.parent()?.to_string_lossy());
-    let start = before.rfind(&root)?;
-    let token: String = before
-        .get(start..)?
-        .chars()
-        .take_while(|c| !c.is_whitespace() && !matches!(c, ':' | '(' | ')' | '"' | '\'' | '<' | '>' | '`' | ','))
-        .collect();
-    if !token.ends_with(&format!("/{name}")) {
-        return None;
-    }
-    relative(project, Path::new(&token))
+/// The trim a CLI written in JavaScript makes (`String.prototype.trim` also drops U+FEFF).
+fn js_trim(s: &str) -> &str {
+    s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
-fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> {
-    let found = |content: &str, cut: bool| -> Option<Found> {
-        let mut all = occurrences(segments, content);
+fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>) -> Option<Found> {
+    // The occurrences of `content` that are `c`'s, each with the path it is named by.
+    let owned = |content: &str| -> Vec<(usize, usize, Place, Option<String>)> {
+        let mut all: Vec<(usize, usize, Place, Option<String>)> = occurrences(segments, content)
+            .into_iter()
+            .filter_map(|(i, off, place)| {
+                let named = segments.get(i).and_then(|s| names.before(&s.text, off));
+                names.owns(c, named, content).map(|alias| (i, off, place, alias))
+            })
+            .collect();
         // The earliest tool-result occurrences are the reads' own output.
         let mut skip = reads;
-        all.retain(|(_, _, place)| {
+        all.retain(|(_, _, place, _)| {
             if skip > 0 && *place == Place::ToolResult {
                 skip -= 1;
                 false
@@ -251,7 +326,11 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> 
                 true
             }
         });
-        let (first, last) = (*all.first()?, *all.last()?);
+        all
+    };
+    let found = |content: &str, cut: bool, all: Vec<(usize, usize, Place, Option<String>)>| -> Option<Found> {
+        let first = all.first()?.clone();
+        let last = all.last()?.clone();
         Some(Found {
             rel: c.rel.clone(),
             kind: c.kind,
@@ -262,23 +341,22 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> 
             count: all.len(),
             last_place: last.2,
             last_at: (last.0, last.1),
-            named: (None, None),
+            named: (first.3, last.3),
         })
     };
-    if c.sent.trim().is_empty() {
+    let trimmed = js_trim(&c.sent);
+    if trimmed.is_empty() {
         return None;
     }
-    // The model's own turns (the scripted calls' arguments) are not what the CLI loaded.
-    let appears_at_all = |t: &str| segments.iter().any(|s| s.place != Place::Assistant && s.text.contains(t));
-    if appears_at_all(&c.sent) {
-        return found(&c.sent, false);
-    }
-    let trimmed = c.sent.trim();
-    if appears_at_all(trimmed) {
-        return found(trimmed, false);
+    for variant in [c.sent.as_str(), c.sent.trim(), trimmed] {
+        let all = owned(variant);
+        if !all.is_empty() {
+            return found(variant, false, all);
+        }
     }
     // The longest prefix that appears: appearing is monotone in the prefix's length, so a binary
     // search over character boundaries finds it.
+    let appears_at_all = |t: &str| segments.iter().any(|s| s.place != Place::Assistant && s.text.contains(t));
     let bounds: Vec<usize> = trimmed.char_indices().map(|(i, _)| i).skip(1).collect();
     let (mut lo, mut hi) = (0usize, bounds.len());
     let appears = |n: usize| bounds.get(n).and_then(|&b| trimmed.get(..b)).is_some_and(appears_at_all);
@@ -297,7 +375,7 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize) -> Option<Found> 
     if prefix.len() < MIN_PREFIX {
         return None;
     }
-    found(prefix, true)
+    found(prefix, true, owned(prefix))
 }
 
 #[cfg(test)]
@@ -312,10 +390,19 @@ mod tests {
         Candidate { rel: rel.into(), kind: Kind::Nested, sent: sent.into() }
     }
 
+    fn none() -> BTreeMap<String, usize> {
+        BTreeMap::new()
+    }
+
+    const P: &str = "/p/project";
+
     #[test]
-    fn a_whole_file_is_found_where_it_sits() {
-        let segs = [seg(Place::System, "sys"), seg(Place::ToolResult, "x\nContents of a:\nNested rules\nend")];
-        let f = find(&[cand("src/AGENTS.md", "Nested rules\n")], &segs, &BTreeMap::new(), Path::new("/p/project"));
+    fn a_named_file_is_found_where_it_sits() {
+        let segs = [
+            seg(Place::System, "sys"),
+            seg(Place::ToolResult, "x\nContents of /p/project/src/AGENTS.md:\nNested rules\nend"),
+        ];
+        let f = find(&[cand("src/AGENTS.md", "Nested rules\n")], &segs, &none(), Path::new(P));
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].content, "Nested rules\n");
         assert_eq!(f[0].place, Place::ToolResult);
@@ -323,12 +410,41 @@ mod tests {
     }
 
     #[test]
+    fn a_short_text_named_as_nothing_or_as_another_file_is_not_a_find() {
+        let c = [cand("src/AGENTS.md", "# C\n"), cand("docs/AGENTS.md", "# D\n")];
+        let segs =
+            [seg(Place::System, "Use # C\n style."), seg(Place::User, "--- Context from: docs/AGENTS.md ---\n# C\n")];
+        assert!(find(&c, &segs, &none(), Path::new(P)).is_empty());
+        let named = [seg(Place::User, "--- Context from: src/AGENTS.md ---\n# C\n")];
+        assert_eq!(find(&c, &named, &none(), Path::new(P))[0].rel, "src/AGENTS.md");
+    }
+
+    #[test]
+    fn two_files_with_one_content_are_told_apart_by_the_path_named_before_it() {
+        let body = "The same forty-odd bytes of rules, word for word.\n";
+        let c = [cand(".claude/rules/a.md", body), cand(".claude/rules/b.md", body)];
+        let segs = [seg(Place::User, &format!("Contents of /p/project/.claude/rules/b.md:\n{body}"))];
+        let f = find(&c, &segs, &none(), Path::new(P));
+        assert_eq!(f.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(), [".claude/rules/b.md"]);
+    }
+
+    #[test]
+    fn a_long_text_named_as_nothing_is_found() {
+        let body = "A rule long enough not to occur by chance anywhere.\n";
+        let f = find(&[cand("AGENTS.md", body)], &[seg(Place::FirstUser, body)], &none(), Path::new(P));
+        assert_eq!(f.len(), 1);
+    }
+
+    #[test]
     fn a_file_found_only_trimmed_is_reported_trimmed() {
+        let segs = [seg(Place::System, "Contents of /p/project/a/AGENTS.md:\n<x>\u{feff}Rules here</x>")];
+        let f = find(&[cand("a/AGENTS.md", "\u{feff}\nRules here\n\n")], &segs, &none(), Path::new(P));
+        assert_eq!(f[0].content, "Rules here");
         let f = find(
-            &[cand("a", "\nRules here\n\n")],
-            &[seg(Place::System, "<x>Rules here</x>")],
-            &BTreeMap::new(),
-            Path::new("/p/project"),
+            &[cand("a/AGENTS.md", "\nRules here\u{feff}\n")],
+            &[seg(Place::System, "a/AGENTS.md: Rules here!")],
+            &none(),
+            Path::new(P),
         );
         assert_eq!(f[0].content, "Rules here");
     }
@@ -336,53 +452,52 @@ mod tests {
     #[test]
     fn a_cut_file_is_reported_with_its_prefix() {
         let content = "é".repeat(100);
-        let shown = format!("start {} end", "é".repeat(60));
-        let f =
-            find(&[cand("big", &content)], &[seg(Place::FirstUser, &shown)], &BTreeMap::new(), Path::new("/p/project"));
+        let shown = format!("Contents of /p/project/big/AGENTS.md: {} end", "é".repeat(60));
+        let f = find(&[cand("big/AGENTS.md", &content)], &[seg(Place::FirstUser, &shown)], &none(), Path::new(P));
         assert_eq!(f[0].content, "é".repeat(60));
         assert!(f[0].cut);
     }
 
     #[test]
     fn a_short_chance_prefix_is_not_a_find() {
-        assert!(find(
-            &[cand("a", "General rules for everything\n")],
-            &[seg(Place::System, "General")],
-            &BTreeMap::new(),
-            Path::new("/p/project")
-        )
-        .is_empty());
+        let segs = [seg(Place::System, "a/AGENTS.md: General")];
+        assert!(find(&[cand("a/AGENTS.md", "General rules for everything\n")], &segs, &none(), Path::new(P)).is_empty());
     }
 
     #[test]
     fn files_are_ordered_by_where_they_appear() {
-        let segs = [seg(Place::System, "B then A")];
-        let f = find(&[cand("a", "A"), cand("b", "B")], &segs, &BTreeMap::new(), Path::new("/p/project"));
-        assert_eq!(f.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+        let segs = [seg(Place::System, "b/AGENTS.md: B then a/AGENTS.md: A")];
+        let f = find(&[cand("a/AGENTS.md", "A"), cand("b/AGENTS.md", "B")], &segs, &none(), Path::new(P));
+        assert_eq!(f.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(), ["b/AGENTS.md", "a/AGENTS.md"]);
     }
 
     #[test]
     fn the_path_the_cli_names_before_a_text_is_the_path_it_loaded() {
-        let segs = [seg(Place::User, "Contents of /p/project/pkg/CLAUDE.md (project instructions):\n\nPkg rules\n")];
-        let f = find(&[cand("real/pkg/CLAUDE.md", "Pkg rules\n")], &segs, &BTreeMap::new(), Path::new("/p/project"));
+        let sandbox = tempfile::tempdir().unwrap();
+        let project = sandbox.path().join("project");
+        std::fs::create_dir_all(project.join("real/pkg")).unwrap();
+        std::fs::write(project.join("real/pkg/CLAUDE.md"), "Pkg rules\n").unwrap();
+        std::os::unix::fs::symlink(project.join("real/pkg"), project.join("pkg")).unwrap();
+        let text = format!("Contents of {}/pkg/CLAUDE.md (project instructions):\n\nPkg rules\n", project.display());
+        let f = find(&[cand("real/pkg/CLAUDE.md", "Pkg rules\n")], &[seg(Place::User, &text)], &none(), &project);
         assert_eq!(f[0].named.1.as_deref(), Some("pkg/CLAUDE.md"));
-        let other = [seg(Place::User, "Contents of /p/project/pkg/notes.md:\n\nPkg rules\n")];
-        let f = find(&[cand("real/pkg/CLAUDE.md", "Pkg rules\n")], &other, &BTreeMap::new(), Path::new("/p/project"));
-        assert_eq!(f[0].named.1, None);
+        let other = format!("Contents of {}/pkg/notes.md:\n\nPkg rules\n", project.display());
+        assert!(find(&[cand("real/pkg/CLAUDE.md", "Pkg rules\n")], &[seg(Place::User, &other)], &none(), &project)
+            .is_empty());
     }
 
     #[test]
     fn a_files_occurrences_are_counted_and_a_reads_own_output_is_not() {
         let segs = [
             seg(Place::System, "Contents of AGENTS.md: Root rules"),
-            seg(Place::ToolResult, "1\tRoot rules"),
-            seg(Place::User, "again: Root rules"),
+            seg(Place::ToolResult, "AGENTS.md\n1\tRoot rules"),
+            seg(Place::User, "again AGENTS.md: Root rules"),
         ];
         let c = [cand("AGENTS.md", "Root rules")];
-        let f = find(&c, &segs, &BTreeMap::new(), Path::new("/p/project"));
+        let f = find(&c, &segs, &none(), Path::new(P));
         assert_eq!((f[0].count, f[0].last_place), (3, Place::User));
         let reads = BTreeMap::from([("AGENTS.md".to_string(), 1)]);
-        assert_eq!(find(&c, &segs, &reads, Path::new("/p/project"))[0].count, 2);
+        assert_eq!(find(&c, &segs, &reads, Path::new(P))[0].count, 2);
     }
 
     #[rstest::rstest]

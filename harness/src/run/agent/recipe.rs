@@ -133,6 +133,11 @@ pub struct DialectSpec {
     /// `paths`.
     #[serde(default = "default_key")]
     pub frontmatter_key: String,
+    /// Project paths the agent reads for a purpose of its own (Claude Code's second project
+    /// memory `.claude/CLAUDE.md`): a case whose translation lands a file there is UNSUPPORTED.
+    /// The default is none.
+    #[serde(default)]
+    pub reserved: Vec<String>,
 }
 
 fn default_key() -> String {

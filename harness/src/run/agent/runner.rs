@@ -294,18 +294,24 @@ impl Agent {
         }
     }
 
-    /// What a request holds of the tree's instruction files.
-    fn found(&self, main: &Main) -> Result<Vec<Found>, ImplError> {
+    /// What a request holds of the tree's instruction files, in the texts `keep` takes.
+    fn found(&self, main: &Main, keep: impl Fn(&api::Segment) -> bool) -> Result<Vec<Found>, ImplError> {
         let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
         let dialect = Dialect::new(&self.recipe);
         let names = dialect.instruction_names();
         let candidates = extract::candidates(&live.sandbox, &live.root, &names, dialect.rules_dir());
-        Ok(extract::find(&candidates, &api::segments(self.api(), &main.body), &live.reads, &live.root))
+        let segments: Vec<api::Segment> =
+            api::segments(self.api(), &main.body).into_iter().filter(|s| keep(s)).collect();
+        Ok(extract::find(&candidates, &segments, &live.reads, &live.root))
     }
 
-    /// The startup observation of a (first or resumed) main request.
+    /// The startup observation of a (first or resumed) main request: what its system prompt and
+    /// first message hold. A resumed CLI replays its conversation after them; what it attached
+    /// then is restored history, not the startup prefix (D-LIFE-1), and is counted so that only
+    /// a new send shows as an activation.
     fn startup(&mut self, main: Main) -> Result<Observation, ImplError> {
-        let found = self.found(&main)?;
+        let found = self.found(&main, |s| s.message <= 1)?;
+        let everything = self.found(&main, |_| true)?;
         let translated = self.translated()?.clone();
         let live = self.live()?;
         live.pending = Some(main);
@@ -313,7 +319,10 @@ impl Agent {
         let step = live.steps;
         let mut files = Vec::new();
         let mut notes = Vec::new();
-        live.counts = found.iter().map(|f| ((f.rel.clone(), f.content.clone()), f.count)).collect();
+        for f in &everything {
+            live.counts.insert((f.rel.clone(), f.content.clone()), f.count);
+            live.last.insert(f.rel.clone(), f.content.clone());
+        }
         for f in found {
             live.last.insert(f.rel.clone(), f.content.clone());
             let path = translated.back(f.named.0.as_deref().unwrap_or(&f.rel));
@@ -331,7 +340,8 @@ impl Agent {
 
     /// The activation observation of the request that carries a batch's results.
     fn activation(&mut self, main: Main) -> Result<Observation, ImplError> {
-        let found = self.found(&main)?;
+        let found = self.found(&main, |_| true)?;
+        let failed = api::failed_results(self.api(), &main.body);
         let translated = self.translated()?.clone();
         let segments = api::segments(self.api(), &main.body);
         let live = self.live()?;
@@ -341,15 +351,26 @@ impl Agent {
         let mut modules = Vec::new();
         let mut texts: Vec<usize> = Vec::new();
         let mut notes = Vec::new();
-        let before = std::mem::take(&mut live.counts);
-        live.counts = found.iter().map(|f| ((f.rel.clone(), f.content.clone()), f.count)).collect();
-        // What occurs once more than in the request before was sent with this one, in the order
-        // of its latest occurrence.
-        let mut sent: Vec<Found> = found
-            .into_iter()
-            .filter(|f| f.count > before.get(&(f.rel.clone(), f.content.clone())).copied().unwrap_or(0))
-            .collect();
+        // A content no longer on disk keeps its count: an old copy in the history is not a send.
+        let before = live.counts.clone();
+        for f in &found {
+            live.counts.insert((f.rel.clone(), f.content.clone()), f.count);
+        }
+        // What occurs more often than in the request before was sent with this one, as often as
+        // it was sent (a file sent twice in one batch is two modules), in the order of its latest
+        // occurrence.
+        let mut sent: Vec<Found> = Vec::new();
+        for f in found {
+            let more = f.count.saturating_sub(before.get(&(f.rel.clone(), f.content.clone())).copied().unwrap_or(0));
+            sent.extend(std::iter::repeat_n(f, more));
+        }
         sent.sort_by_key(|f| f.last_at);
+        for text in failed {
+            notes.push(format!(
+                "request {step}: the CLI's tool call failed: {}",
+                crate::report::escape::cut(&text, 300)
+            ));
+        }
         for f in sent {
             let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some_and(|c| c != f.content);
             let path = translated.back(f.named.1.as_deref().unwrap_or(&f.rel));
@@ -398,9 +419,13 @@ impl Agent {
             push("noop", &root, &mut out)?;
         }
         let mut reads: BTreeMap<String, usize> = BTreeMap::new();
+        let mut made = Vec::new();
         for call in &queued {
             let path = absolute(&root, &call.path);
             let key = call.tool.as_str();
+            if key != "write" && placeholder(&root, &path) {
+                made.push(path.to_string_lossy().into_owned());
+            }
             let read_first = tools.get(key).is_some_and(|t| t.read_first);
             if read_first {
                 push("read", &path, &mut out)?;
@@ -415,6 +440,9 @@ impl Agent {
         if let Some(live) = self.live.as_mut() {
             live.calls = n;
             live.reads = reads;
+        }
+        for p in made {
+            self.notes.push(format!("made {p} (the case touches it; its tree does not have it)"));
         }
         Ok(out)
     }
@@ -432,6 +460,40 @@ fn note(step: usize, what: &str, path: &str, f: &Found) -> String {
     let cut = if f.cut { format!(" (only its first {} bytes)", f.content.len()) } else { String::new() };
     let place = if what == "startup" { f.place } else { f.last_place };
     format!("request {step} ({what}): {path} in the {place}{cut}")
+}
+
+/// The text of a touched file that the case's tree does not have, made so that the CLI's read of
+/// it succeeds as the case's touch does (the seed's tool reports a successful access).
+pub const PLACEHOLDER: &str = "// a file the conformance case touches\n";
+
+/// Makes a missing touched file inside the project with [`PLACEHOLDER`], through real folders
+/// only: nothing is made where any folder on the way is a link or a file, nor outside the
+/// project. Whether it made one.
+fn placeholder(root: &Path, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(root) else { return false };
+    if rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) || path.symlink_metadata().is_ok() {
+        return false;
+    }
+    let mut at = root.to_path_buf();
+    let parts: Vec<_> = rel.components().collect();
+    for c in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(c);
+        match at.symlink_metadata() {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return false,
+            Err(_) => {
+                if std::fs::create_dir(&at).is_err() {
+                    return false;
+                }
+            }
+        }
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, PLACEHOLDER.as_bytes()))
+        .is_ok()
 }
 
 /// A touched path, absolute.
