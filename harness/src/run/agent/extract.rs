@@ -71,10 +71,10 @@ pub struct Found {
     pub last_place: Place,
     /// The text index and offset of its last occurrence.
     pub last_at: (usize, usize),
-    /// The project path the text names just before its first and its last occurrence, where it
-    /// names one of this file's name (`Contents of /root/pkg/CLAUDE.md:`): a file reached through
-    /// a linked folder has the same content at two paths, and the CLI's own words tell which one
-    /// it loaded.
+    /// The project path the text names just before its first and its last occurrence, where that
+    /// is another path of the same file (`Contents of /root/pkg/CLAUDE.md:` for a file reached
+    /// through a linked folder, a linked rule named by its target): the CLI's own words tell
+    /// which path it loaded.
     pub named: (Option<String>, Option<String>),
 }
 
@@ -281,10 +281,11 @@ impl<'a> Names<'a> {
             None => (content.trim().len() >= MIN_UNNAMED).then_some(None),
             Some(p) if p == c.rel => Some(None),
             Some(p) if self.paths.iter().any(|(rel, _)| *rel == p) => None,
+            // Another path of the same file: through a linked folder, or a link's target (Claude
+            // Code names a linked rule by where it points).
             Some(p) => {
-                let same_name = p.rsplit('/').next() == c.rel.rsplit('/').next();
                 let real = |rel: &str| std::fs::canonicalize(self.project.join(rel)).ok();
-                (same_name && real(&p).is_some() && real(&p) == real(&c.rel)).then_some(Some(p))
+                (real(&p).is_some() && real(&p) == real(&c.rel)).then_some(Some(p))
             }
         }
     }
