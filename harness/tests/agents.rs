@@ -225,17 +225,11 @@ fn variants(w: &World) -> [(&'static str, String); 3] {
 #[test]
 fn the_modules_profile_gives_the_manifests_statuses_over_both_apis_and_both_encodings() {
     let w = World::new();
-    // FIXME(runner bug, reported to the lead): under Gemini the reminders ride in the read's own
-    // function response, and the runner keeps that whole output as `rendered`, so the outside
-    // file m-link-026 touches through a link shows its canary: the case fails over Gemini only.
-    let gemini_manifest = w.path("gemini.expectations.yaml");
-    let extra = "  m-link-026:\n    status: FAIL\n    reason: 'FIXME runner bug: a read''s own output is rendered'\n";
-    std::fs::write(&gemini_manifest, std::fs::read_to_string(MANIFEST).unwrap() + extra).unwrap();
     // The three runs go at once: each waits on its CLIs far more than it computes.
     let children: Vec<_> = variants(&w)
         .into_iter()
         .map(|(name, recipe)| {
-            let manifest = if name == "gemini" { gemini_manifest.clone() } else { MANIFEST.to_owned() };
+            let manifest = MANIFEST.to_owned();
             let args = [
                 "run",
                 "--agent",
@@ -261,11 +255,9 @@ fn the_modules_profile_gives_the_manifests_statuses_over_both_apis_and_both_enco
     }
     let streamed = &statuses["anthropic streamed"];
     let count = |status: &str| streamed.values().filter(|s| *s == status).count();
-    assert!(count("PASS") > 100 && count("XFAIL") > 100 && count("UNSUPPORTED") > 100, "{streamed:?}");
+    assert!(count("PASS") > 100 && count("XFAIL") > 50 && count("UNSUPPORTED") > 100, "{streamed:?}");
     assert_eq!(&statuses["anthropic plain"], streamed, "plain JSON replies change a status");
-    let mut gemini = statuses["gemini"].clone();
-    assert_eq!(gemini.insert("m-link-026".into(), "PASS".into()).as_deref(), Some("XFAIL"));
-    assert_eq!(&gemini, streamed, "the Gemini API changes a status");
+    assert_eq!(&statuses["gemini"], streamed, "the Gemini API changes a status");
     w.assert_clean();
 }
 
@@ -490,7 +482,7 @@ fn a_restart_resumes_the_agents_own_session_with_continue() {
 }
 
 #[test]
-fn a_rule_the_agent_reads_through_a_folder_link_out_of_the_project_is_missed_today() {
+fn a_canary_the_agent_reads_through_a_folder_link_out_of_the_project_fails_the_case() {
     let w = World::new();
     let recipe = w.recipe("fake", &[]);
     let out = w.path("repro");
@@ -500,10 +492,10 @@ fn a_rule_the_agent_reads_through_a_folder_link_out_of_the_project_is_missed_tod
     // outside rule, canary and all, in its system prompt.
     let text = std::fs::read_to_string(w.root.join("repro/transcript.jsonl")).unwrap();
     assert!(text.contains("/project/.fake/rules/shared/secret.md:\\nCANARY-LINK-005"), "{text}");
-    // FIXME(runner bug, reported to the lead): the runner never looks below a folder link and
-    // checks canaries in its observations only, not in the requests, so the case passes. It
-    // must fail on the canary in the startup request.
+    // The tree walk never goes below a folder link, but the canary is looked for in the requests
+    // themselves: the text the CLI put in front of the model is observed at the path it names.
     let result = std::fs::read_to_string(w.root.join("repro/result.txt")).unwrap();
-    assert!(result.starts_with("PASS "), "{result}");
+    assert!(result.starts_with("FAIL "), "{result}");
+    assert!(result.contains("a canary reached the model: .fake/rules/shared/secret.md"), "{result}");
     w.assert_clean();
 }

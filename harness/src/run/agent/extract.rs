@@ -291,6 +291,26 @@ impl<'a> Names<'a> {
     }
 }
 
+/// Text that must never reach the model (a case's canaries) where a request holds it outside the
+/// model's own turns, whatever file it came from — also one the tree walk does not enter (below a
+/// folder link, outside the sandbox): (what the CLI names it by, or where it sits; the line it
+/// is on; the text index and offset).
+pub fn leaks(canaries: &[String], segments: &[Segment], project: &Path) -> Vec<(String, String, (usize, usize))> {
+    let names =
+        Names { project, paths: Vec::new(), sandbox: project.parent().map(|p| format!("{}/", p.to_string_lossy())) };
+    let mut out = Vec::new();
+    for canary in canaries.iter().filter(|c| !c.is_empty()) {
+        for (i, off, place) in occurrences(segments, canary) {
+            let Some(text) = segments.get(i).map(|s| s.text.as_str()) else { continue };
+            let label = names.before(text, off).unwrap_or_else(|| format!("(text in the {place})"));
+            let start = text.get(..off).and_then(|t| t.rfind('\n')).map_or(0, |n| n + 1);
+            let end = text.get(off..).and_then(|t| t.find('\n')).map_or(text.len(), |n| off + n);
+            out.push((label, text.get(start..end).unwrap_or("").to_string(), (i, off)));
+        }
+    }
+    out
+}
+
 /// Every occurrence of `content`: (text index, offset, place), the model's own turns aside.
 fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)> {
     let mut out = Vec::new();
@@ -317,10 +337,18 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>
                 names.owns(c, named, content).map(|alias| (i, off, place, alias))
             })
             .collect();
-        // The earliest tool-result occurrences are the reads' own output.
+        // The earliest tool-result occurrences that no path heads are the reads' own output (a
+        // CLI heads what it attaches with the file's path, not what its read tool returns).
         let mut skip = reads;
+        let heads: Vec<bool> = all
+            .iter()
+            .map(|(i, off, _, _)| segments.get(*i).and_then(|s| names.before(&s.text, *off)).is_some())
+            .collect();
+        let mut index = 0;
         all.retain(|(_, _, place, _)| {
-            if skip > 0 && *place == Place::ToolResult {
+            let headed = heads.get(index).copied().unwrap_or(false);
+            index += 1;
+            if skip > 0 && *place == Place::ToolResult && !headed {
                 skip -= 1;
                 false
             } else {
@@ -347,7 +375,19 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>
     };
     let trimmed = js_trim(&c.sent);
     if trimmed.is_empty() {
-        return None;
+        // A blank file has no text to find: it was sent where the request heads a text with its
+        // absolute path (`Contents of /…/CLAUDE.md:` or `… (project instructions):`, and nothing
+        // after), outside the model's own turns; a tool's own report of the path is not a send.
+        let abs = names.project.join(&c.rel).to_string_lossy().into_owned();
+        let all: Vec<(usize, usize, Place, Option<String>)> = occurrences(segments, &abs)
+            .into_iter()
+            .filter(|(i, off, _)| {
+                let after = segments.get(*i).and_then(|s| s.text.get(off + abs.len()..)).unwrap_or("");
+                after.starts_with(':') || after.starts_with(" (")
+            })
+            .map(|(i, off, place)| (i, off, place, None))
+            .collect();
+        return found(&c.sent, false, all);
     }
     for variant in [c.sent.as_str(), c.sent.trim(), trimmed] {
         let all = owned(variant);
@@ -430,6 +470,17 @@ mod tests {
     }
 
     #[test]
+    fn a_blank_file_is_found_where_its_path_is_named() {
+        let c = [cand("src/AGENTS.md", "  \n")];
+        let named = [seg(Place::User, "Contents of /p/project/src/AGENTS.md:\n\n")];
+        assert_eq!(find(&c, &named, &none(), Path::new(P))[0].content, "  \n");
+        let longer = [seg(Place::User, "Contents of /p/project/src/AGENTS.md.bak:\n\n")];
+        assert!(find(&c, &longer, &none(), Path::new(P)).is_empty());
+        let reported = [seg(Place::ToolResult, "wrote 0 bytes to /p/project/src/AGENTS.md")];
+        assert!(find(&c, &reported, &none(), Path::new(P)).is_empty());
+    }
+
+    #[test]
     fn a_long_text_named_as_nothing_is_found() {
         let body = "A rule long enough not to occur by chance anywhere.\n";
         let f = find(&[cand("AGENTS.md", body)], &[seg(Place::FirstUser, body)], &none(), Path::new(P));
@@ -489,16 +540,21 @@ mod tests {
 
     #[test]
     fn a_files_occurrences_are_counted_and_a_reads_own_output_is_not() {
+        let body = "Root rules, long enough to be counted where nothing names them.";
         let segs = [
-            seg(Place::System, "Contents of AGENTS.md: Root rules"),
-            seg(Place::ToolResult, "AGENTS.md\n1\tRoot rules"),
-            seg(Place::User, "again AGENTS.md: Root rules"),
+            seg(Place::System, &format!("Contents of AGENTS.md: {body}")),
+            seg(Place::ToolResult, &format!("1\t{body}")),
+            seg(Place::ToolResult, &format!("then AGENTS.md: {body}")),
+            seg(Place::User, &format!("again AGENTS.md: {body}")),
         ];
-        let c = [cand("AGENTS.md", "Root rules")];
+        let c = [cand("AGENTS.md", body)];
         let f = find(&c, &segs, &none(), Path::new(P));
-        assert_eq!((f[0].count, f[0].last_place), (3, Place::User));
+        assert_eq!((f[0].count, f[0].last_place), (4, Place::User));
+        // The read's own output is the unheaded one; a headed attachment in a tool result stays.
         let reads = BTreeMap::from([("AGENTS.md".to_string(), 1)]);
-        assert_eq!(find(&c, &segs, &reads, Path::new(P))[0].count, 2);
+        let f = find(&c, &segs, &reads, Path::new(P));
+        assert_eq!((f[0].count, f[0].at.0), (3, 0));
+        assert!(f.iter().all(|f| f.at != (1, 3)));
     }
 
     #[rstest::rstest]

@@ -156,6 +156,8 @@ struct Live {
     last: BTreeMap<String, String>,
     /// The files the batch being answered reads with the CLI's own tool (dialect paths).
     reads: BTreeMap<String, usize>,
+    /// How many canary occurrences the request before held.
+    leaks: usize,
     calls: usize,
     steps: usize,
 }
@@ -173,6 +175,8 @@ pub struct Agent {
     transcript: Option<String>,
     /// How the last case's CLI was confined.
     network: Option<String>,
+    /// The case's canaries: text that must never reach the model.
+    canaries: Vec<String>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -197,6 +201,7 @@ impl Agent {
             notes: Vec::new(),
             transcript: None,
             network: None,
+            canaries: Vec::new(),
         })
     }
 
@@ -305,6 +310,30 @@ impl Agent {
         Ok(extract::find(&candidates, &segments, &live.reads, &live.root))
     }
 
+    /// The canaries a request holds that no found file accounts for, as the paths (or places)
+    /// the CLI put them at and the lines they are on: new since `before` leaks.
+    fn leaked(&self, main: &Main, found: &[Found]) -> Result<(Vec<(String, String)>, usize), ImplError> {
+        let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
+        let segments = api::segments(self.api(), &main.body);
+        let all = extract::leaks(&self.canaries, &segments, &live.root);
+        let total = all.len();
+        let accounted = |line: &str| {
+            found
+                .iter()
+                .any(|f| self.canaries.iter().any(|c| line.contains(c.as_str()) && f.content.contains(c.as_str())))
+        };
+        // An unheaded canary in a tool result, after the batch read a file, is that read's own
+        // output: the case's touch reads what it reads (a touched link out of the project).
+        let reads_output = |label: &str| !live.reads.is_empty() && label.starts_with("(text in the tool result");
+        let new = all
+            .into_iter()
+            .skip(live.leaks)
+            .filter(|(label, line, _)| !accounted(line) && !reads_output(label))
+            .map(|(label, line, _)| (label, line))
+            .collect();
+        Ok((new, total))
+    }
+
     /// The startup observation of a (first or resumed) main request: what its system prompt and
     /// first message hold. A resumed CLI replays its conversation after them; what it attached
     /// then is restored history, not the startup prefix (D-LIFE-1), and is counted so that only
@@ -312,8 +341,10 @@ impl Agent {
     fn startup(&mut self, main: Main) -> Result<Observation, ImplError> {
         let found = self.found(&main, |s| s.message <= 1)?;
         let everything = self.found(&main, |_| true)?;
+        let (leaks, total) = self.leaked(&main, &everything)?;
         let translated = self.translated()?.clone();
         let live = self.live()?;
+        live.leaks = total;
         live.pending = Some(main);
         live.steps += 1;
         let step = live.steps;
@@ -322,6 +353,15 @@ impl Agent {
         for f in &everything {
             live.counts.insert((f.rel.clone(), f.content.clone()), f.count);
             live.last.insert(f.rel.clone(), f.content.clone());
+        }
+        for (label, line) in leaks {
+            notes.push(format!("request {step} (startup): a canary reached the model: {label}"));
+            files.push(WireFile {
+                path: label,
+                kind: "module".into(),
+                sha256: crate::judge::compare::sha256_hex(&line),
+                content: line,
+            });
         }
         for f in found {
             live.last.insert(f.rel.clone(), f.content.clone());
@@ -341,6 +381,7 @@ impl Agent {
     /// The activation observation of the request that carries a batch's results.
     fn activation(&mut self, main: Main) -> Result<Observation, ImplError> {
         let found = self.found(&main, |_| true)?;
+        let (leaks, total) = self.leaked(&main, &found)?;
         let failed = api::failed_results(self.api(), &main.body);
         let translated = self.translated()?.clone();
         let segments = api::segments(self.api(), &main.body);
@@ -349,7 +390,8 @@ impl Agent {
         live.steps += 1;
         let step = live.steps;
         let mut modules = Vec::new();
-        let mut texts: Vec<usize> = Vec::new();
+        let mut pieces: Vec<String> = Vec::new();
+        let root = live.root.clone();
         let mut notes = Vec::new();
         // A content no longer on disk keeps its count: an old copy in the history is not a send.
         let before = live.counts.clone();
@@ -365,6 +407,17 @@ impl Agent {
             sent.extend(std::iter::repeat_n(f, more));
         }
         sent.sort_by_key(|f| f.last_at);
+        live.leaks = total;
+        for (label, line) in leaks {
+            notes.push(format!("request {step} (activation): a canary reached the model: {label}"));
+            pieces.push(line.clone());
+            modules.push(WireModule {
+                path: label,
+                sha256: crate::judge::compare::sha256_hex(&line),
+                supersedes: false,
+                content: line,
+            });
+        }
         for text in failed {
             notes.push(format!(
                 "request {step}: the CLI's tool call failed: {}",
@@ -375,8 +428,9 @@ impl Agent {
             let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some_and(|c| c != f.content);
             let path = translated.back(f.named.1.as_deref().unwrap_or(&f.rel));
             notes.push(note(step, "activation", &path, &f));
-            if !texts.contains(&f.last_at.0) {
-                texts.push(f.last_at.0);
+            if let Some(seg) = segments.get(f.last_at.0) {
+                let named = f.named.1.as_deref().unwrap_or(&f.rel);
+                pieces.push(piece(&seg.text, f.last_at.1, f.content.len(), &root, named));
             }
             modules.push(WireModule {
                 path,
@@ -389,7 +443,7 @@ impl Agent {
         if modules.is_empty() {
             return Ok(Observation::default());
         }
-        let rendered: Vec<&str> = texts.iter().filter_map(|i| segments.get(*i)).map(|s| s.text.as_str()).collect();
+        let rendered = pieces;
         Ok(Observation {
             activation: Some(WireActivation { modules, rendered: rendered.join("\n") }),
             ..Observation::default()
@@ -453,6 +507,24 @@ impl Agent {
             let _ = main.reply.send(Reply::Text(DONE.into()));
         }
     }
+}
+
+/// What a file was sent as: its text at `off` (`len` bytes) with the line that names it before
+/// it (`Contents of /…/src/CLAUDE.md:`), where one does within 512 bytes — not the whole text it
+/// sits in, which can hold a read's output too.
+fn piece(text: &str, off: usize, len: usize, root: &Path, rel: &str) -> String {
+    let mut from = off.saturating_sub(512);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let window = text.get(from..off).unwrap_or("");
+    let abs = root.join(rel).to_string_lossy().into_owned();
+    let head = window.rfind(&abs).or_else(|| window.rfind(rel)).map(|p| from + p);
+    let start = match head {
+        Some(p) => text.get(..p).and_then(|t| t.rfind('\n')).map_or(0, |n| n + 1),
+        None => off,
+    };
+    text.get(start..off + len).unwrap_or("").to_string()
 }
 
 /// A report note: where one file's text landed.
@@ -560,6 +632,7 @@ impl Implementation for Agent {
 
     fn translate(&mut self, s: &Scenario) -> Result<Option<Scenario>, String> {
         let t = Dialect::new(&self.recipe).translate(s)?;
+        self.canaries = s.canaries.clone();
         let scenario = t.scenario.clone();
         self.translated = Some(t);
         Ok(Some(scenario))
@@ -630,6 +703,7 @@ impl Implementation for Agent {
             counts: BTreeMap::new(),
             last: BTreeMap::new(),
             reads: BTreeMap::new(),
+            leaks: 0,
             calls: 0,
             steps: 0,
         });
