@@ -700,11 +700,7 @@ fn agent_transcript(cases: &[Case], id: &str, dir: &Path, agent: &str) -> Result
     let text = result.transcript.clone().unwrap_or_default();
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     let detail = dir.join("result.txt");
-    let mut summary = formats::case_detail(&result);
-    for n in &result.notes {
-        summary.push_str(&format!("  note: {n}\n"));
-    }
-    std::fs::write(&detail, summary).map_err(|e| format!("{}: {e}", detail.display()))?;
+    std::fs::write(&detail, formats::case_detail(&result)).map_err(|e| format!("{}: {e}", detail.display()))?;
     Ok(format!("transcript of {agent} ({}): {}", result.status.as_str(), path.display()))
 }
 

@@ -433,6 +433,29 @@ pub enum Action {
     Environment(Environment),
 }
 
+impl Action {
+    /// The step's name as a case file writes it (`next_request`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Start => "start",
+            Action::Touch(_) => "touch",
+            Action::NextRequest(_) => "next_request",
+            Action::Compact => "compact",
+            Action::ColdClear => "cold_clear",
+            Action::Restart => "restart",
+            Action::NewSession => "new_session",
+            Action::Fork => "fork",
+            Action::FailNextAppend(_) => "fail_next_append",
+            Action::RejectNextResolution => "reject_next_resolution",
+            Action::SelectProject(_) => "select_project",
+            Action::Write(_) => "write",
+            Action::Delete(_) => "delete",
+            Action::Rename(_) => "rename",
+            Action::Environment(_) => "environment",
+        }
+    }
+}
+
 /// How a `fail_next_append` fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]

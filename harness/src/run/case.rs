@@ -163,23 +163,7 @@ impl CaseResult {
 }
 
 fn action_name(a: &Action) -> &'static str {
-    match a {
-        Action::Start => "start",
-        Action::Touch(_) => "touch",
-        Action::NextRequest(_) => "next_request",
-        Action::Compact => "compact",
-        Action::ColdClear => "cold_clear",
-        Action::Restart => "restart",
-        Action::NewSession => "new_session",
-        Action::Fork => "fork",
-        Action::FailNextAppend(_) => "fail_next_append",
-        Action::RejectNextResolution => "reject_next_resolution",
-        Action::SelectProject(_) => "select_project",
-        Action::Write(_) => "write",
-        Action::Delete(_) => "delete",
-        Action::Rename(_) => "rename",
-        Action::Environment(_) => "environment",
-    }
+    a.name()
 }
 
 /// The area of a case: the folder below the profile folder.

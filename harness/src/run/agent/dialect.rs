@@ -211,9 +211,7 @@ impl<'r> Dialect<'r> {
                     ));
                 }
                 Action::Restart => {}
-                other => {
-                    return Err(format!("{} cannot be made to take a '{}' step", self.agent(), action_word(other)))
-                }
+                other => return Err(format!("{} cannot be made to take a '{}' step", self.agent(), other.name())),
             }
         }
         let mut names_back: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -428,26 +426,6 @@ fn outcome_word(o: crate::run::wire::Outcome) -> &'static str {
         crate::run::wire::Outcome::Error => "error",
         crate::run::wire::Outcome::Refused => "refused",
         crate::run::wire::Outcome::PastEof => "past_eof",
-    }
-}
-
-fn action_word(a: &Action) -> &'static str {
-    match a {
-        Action::Start => "start",
-        Action::Touch(_) => "touch",
-        Action::NextRequest(_) => "next_request (in a named scope)",
-        Action::Compact => "compact",
-        Action::ColdClear => "cold_clear",
-        Action::Restart => "restart",
-        Action::NewSession => "new_session",
-        Action::Fork => "fork",
-        Action::FailNextAppend(_) => "fail_next_append",
-        Action::RejectNextResolution => "reject_next_resolution",
-        Action::SelectProject(_) => "select_project",
-        Action::Write(_) => "write",
-        Action::Delete(_) => "delete",
-        Action::Rename(_) => "rename",
-        Action::Environment(_) => "environment",
     }
 }
 

@@ -91,8 +91,9 @@ pub struct Launch {
     #[serde(default)]
     pub resume_args: Option<Vec<String>>,
     /// Its environment, beside `HOME`, `PATH` (the folder of this machine's `node` and the system
-    /// folders), `TMPDIR` and `LANG`; nothing else of the harness's environment reaches it. Values
-    /// may use `{base_url}` (the fake model endpoint), `{home}` and `{root}`.
+    /// folders), `TMPDIR`, `LANG` and the suite's environment canary (`CONFORMANCE_ENV_CANARY`);
+    /// nothing else of the harness's environment reaches it. Values may use `{base_url}` (the fake
+    /// model endpoint), `{home}` and `{root}`; so may `args` and `resume_args`.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Files written into its fresh HOME before it starts (path relative to HOME → text, with the

@@ -237,6 +237,9 @@ impl Agent {
         cmd.env("HOME", &live.home);
         cmd.env("TMPDIR", live.home.join("tmp"));
         cmd.env("LANG", "C.UTF-8");
+        // The suite's environment canary, as every adapter gets it: a CLI that puts its own
+        // environment in front of the model (a rule linked to /proc/self/environ) shows it.
+        cmd.env(crate::run::adapter::ENV_CANARY.0, crate::run::adapter::ENV_CANARY.1);
         for (k, v) in &self.recipe.launch.env {
             cmd.env(k, fill(v));
         }
