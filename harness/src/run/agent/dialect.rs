@@ -30,6 +30,9 @@ pub struct Translated {
     rules_dir: Option<String>,
     /// Each agent file name → the seed names mapped to it.
     names_back: BTreeMap<String, Vec<String>>,
+    /// Every project path some entry or step of the case has something below: a folder at some
+    /// point, so never a placeholder file.
+    folders: std::collections::BTreeSet<String>,
 }
 
 impl Translated {
@@ -62,6 +65,12 @@ impl Translated {
             (None, Some(n)) if !n.is_empty() => n,
             _ => rel.to_string(),
         }
+    }
+
+    /// Whether the case has something below `rel` at some point (then a placeholder file there
+    /// would turn a later folder into a file).
+    pub fn is_folder(&self, rel: &str) -> bool {
+        self.folders.contains(rel)
     }
 
     /// Whether a project-relative path (in the dialect) is a rule module: a Markdown file under
@@ -136,6 +145,7 @@ impl<'r> Dialect<'r> {
             p.match_indices('/').filter_map(|(i, _)| p.get(..i)).map(str::to_string).collect()
         };
         let mut dirs: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        let mut folders: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
         for (p, v) in &out.tree {
             if matches!(v, TreeValue::Dir) {
                 dirs.insert(p.clone());
@@ -226,7 +236,18 @@ impl<'r> Dialect<'r> {
                 ));
             }
         }
-        Ok(Translated { scenario: out, back, rules_dir: self.rules_dir().map(str::to_string), names_back })
+        for p in out.tree.keys() {
+            folders.extend(parents(p));
+        }
+        for step in &out.steps {
+            match &step.action {
+                Action::Write(w) => folders.extend(parents(&w.path)),
+                Action::Touch(t) => folders.extend(parents(t.path.strip_prefix("{root}/").unwrap_or(&t.path))),
+                Action::Rename(r) => folders.extend(parents(&r.to)),
+                _ => {}
+            }
+        }
+        Ok(Translated { scenario: out, back, rules_dir: self.rules_dir().map(str::to_string), names_back, folders })
     }
 
     /// Whether the CLI can be scripted to make this touch: a successful call of a tool its recipe

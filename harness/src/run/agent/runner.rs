@@ -480,7 +480,11 @@ impl Agent {
         for call in &queued {
             let path = absolute(&root, &call.path);
             let key = call.tool.as_str();
-            if key != "write" && placeholder(&root, &path) {
+            let later_folder = path
+                .strip_prefix(&root)
+                .ok()
+                .is_some_and(|r| self.translated.as_ref().is_some_and(|t| t.is_folder(&r.to_string_lossy())));
+            if key != "write" && !later_folder && placeholder(&root, &path) {
                 made.push(path.to_string_lossy().into_owned());
             }
             let read_first = tools.get(key).is_some_and(|t| t.read_first);
