@@ -294,20 +294,27 @@ impl<'a> Names<'a> {
 /// Text that must never reach the model (a case's canaries) where a request holds it outside the
 /// model's own turns, whatever file it came from — also one the tree walk does not enter (below a
 /// folder link, outside the sandbox): (what the CLI names it by, or where it sits; the line it
-/// is on; the text index and offset).
+/// is on; the text index and the offset of that line), in the order they appear.
 pub fn leaks(canaries: &[String], segments: &[Segment], project: &Path) -> Vec<(String, String, (usize, usize))> {
     let names =
         Names { project, paths: Vec::new(), sandbox: project.parent().map(|p| format!("{}/", p.to_string_lossy())) };
     let mut out = Vec::new();
+    // One leak per line: two canaries on one line (or one canary that is a prefix of another,
+    // `CANARY-1` in `CANARY-1B`) are one text that reached the model, not two.
+    let mut lines = std::collections::BTreeSet::new();
     for canary in canaries.iter().filter(|c| !c.is_empty()) {
         for (i, off, place) in occurrences(segments, canary) {
             let Some(text) = segments.get(i).map(|s| s.text.as_str()) else { continue };
-            let label = names.before(text, off).unwrap_or_else(|| format!("(text in the {place})"));
             let start = text.get(..off).and_then(|t| t.rfind('\n')).map_or(0, |n| n + 1);
+            if !lines.insert((i, start)) {
+                continue;
+            }
+            let label = names.before(text, off).unwrap_or_else(|| format!("(text in the {place})"));
             let end = text.get(off..).and_then(|t| t.find('\n')).map_or(text.len(), |n| off + n);
-            out.push((label, text.get(start..end).unwrap_or("").to_string(), (i, off)));
+            out.push((label, text.get(start..end).unwrap_or("").to_string(), (i, start)));
         }
     }
+    out.sort_by_key(|l| l.2);
     out
 }
 
@@ -320,6 +327,33 @@ fn occurrences(segments: &[Segment], content: &str) -> Vec<(usize, usize, Place)
         }
     }
     out
+}
+
+/// Whether the text at `off` follows a line number on its line (`     5\t`, `5→`): a line of a
+/// numbered view of a file.
+fn numbered(text: &str, off: usize) -> bool {
+    let before = text.get(..off).unwrap_or("");
+    let line = before.rfind('\n').map_or(before, |n| before.get(n + 1..).unwrap_or(""));
+    let Some(number) = line.strip_suffix('\t').or_else(|| line.strip_suffix('→')) else { return false };
+    let digits = number.trim_start_matches(' ');
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// The candidates `segments` show as a line-numbered view outside a tool result, named by their
+/// path: a CLI's note that a file it read changed on disk (Claude Code's `Note: <path> was
+/// modified ... (shown with line numbers)`). [`find`] never counts such a view as a send; this
+/// is for telling the reader that the model saw it. A candidate is shown when the first line of
+/// its sent content follows a line number and its path occurs in the same text.
+pub fn views<'c>(candidates: &'c [Candidate], segments: &[Segment]) -> Vec<&'c str> {
+    let shown = |c: &Candidate| {
+        let Some(line) = js_trim(&c.sent).lines().next().map(str::trim_end) else { return false };
+        !line.is_empty()
+            && segments
+                .iter()
+                .filter(|s| s.place != Place::ToolResult && s.text.contains(c.rel.as_str()))
+                .any(|s| s.text.match_indices(line).any(|(off, _)| numbered(&s.text, off)))
+    };
+    candidates.iter().filter(|c| shown(c)).map(|c| c.rel.as_str()).collect()
 }
 
 /// The trim a CLI written in JavaScript makes (`String.prototype.trim` also drops U+FEFF).
@@ -338,21 +372,27 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>
             })
             .collect();
         // The earliest tool-result occurrences that no path heads are the reads' own output (a
-        // CLI heads what it attaches with the file's path, not what its read tool returns).
+        // CLI heads what it attaches with the file's path, not what its read tool returns). A
+        // line-numbered view of a file is never a send: a read's output (Claude Code's `1\t# C`)
+        // or the CLI's note that a file it read changed on disk shows the file's raw lines,
+        // frontmatter and all, not its sent content.
         let mut skip = reads;
-        let heads: Vec<bool> = all
+        let marks: Vec<(bool, bool)> = all
             .iter()
-            .map(|(i, off, _, _)| segments.get(*i).and_then(|s| names.before(&s.text, *off)).is_some())
+            .map(|(i, off, _, _)| {
+                let text = segments.get(*i).map_or("", |s| s.text.as_str());
+                (names.before(text, *off).is_some(), numbered(text, *off))
+            })
             .collect();
         let mut index = 0;
         all.retain(|(_, _, place, _)| {
-            let headed = heads.get(index).copied().unwrap_or(false);
+            let (headed, numbered) = marks.get(index).copied().unwrap_or((false, false));
             index += 1;
             if skip > 0 && *place == Place::ToolResult && !headed {
                 skip -= 1;
                 false
             } else {
-                true
+                !numbered
             }
         });
         all
@@ -543,18 +583,63 @@ mod tests {
         let body = "Root rules, long enough to be counted where nothing names them.";
         let segs = [
             seg(Place::System, &format!("Contents of AGENTS.md: {body}")),
-            seg(Place::ToolResult, &format!("1\t{body}")),
+            seg(Place::ToolResult, body),
             seg(Place::ToolResult, &format!("then AGENTS.md: {body}")),
             seg(Place::User, &format!("again AGENTS.md: {body}")),
+            // A line-numbered view is a read's output however it arrives: never a send.
+            seg(Place::User, &format!("1\t{body}")),
         ];
         let c = [cand("AGENTS.md", body)];
         let f = find(&c, &segs, &none(), Path::new(P));
         assert_eq!((f[0].count, f[0].last_place), (4, Place::User));
+        assert!(f.iter().all(|f| f.at.0 != 4));
         // The read's own output is the unheaded one; a headed attachment in a tool result stays.
         let reads = BTreeMap::from([("AGENTS.md".to_string(), 1)]);
         let f = find(&c, &segs, &reads, Path::new(P));
         assert_eq!((f[0].count, f[0].at.0), (3, 0));
         assert!(f.iter().all(|f| f.at != (1, 3)));
+    }
+
+    #[rstest::rstest]
+    #[case::a_read_s_output("1\t")]
+    #[case::padded("     5\t")]
+    #[case::an_arrow("12→")]
+    fn a_line_numbered_view_of_a_file_is_not_a_send(#[case] number: &str) {
+        // Claude Code's note that a rule it read changed on disk shows the raw file, numbered.
+        let body = "# API rules v2, a line long enough to be counted unnamed.";
+        let note = format!("Note: api.md changed on disk.\n1\t---\n4\t---\n{number}{body}");
+        let segs = [seg(Place::User, &note)];
+        assert!(find(&[cand("api.md", &format!("{body}\n"))], &segs, &none(), Path::new(P)).is_empty());
+        // Where the same line is not numbered, it is found.
+        let segs = [seg(Place::User, &format!("x{number}{body}"))];
+        assert_eq!(find(&[cand("api.md", body)], &segs, &none(), Path::new(P)).len(), 1);
+    }
+
+    #[test]
+    fn a_numbered_view_named_by_its_path_is_told_and_nothing_else_is() {
+        let c = [cand(".claude/rules/api.md", "# API v2\n"), cand(".claude/rules/web.md", "# Web\n")];
+        let note = "Note: /p/.claude/rules/api.md was modified.\n1\t---\n4\t---\n5\t# API v2\n";
+        assert_eq!(views(&c, &[seg(Place::System, note)]), [".claude/rules/api.md"]);
+        // A read's own output, or a numbered line that names no path, is no such note.
+        assert!(views(&c, &[seg(Place::ToolResult, note)]).is_empty());
+        assert!(views(&c, &[seg(Place::User, "1\t# API v2\n2\t# Web\n")]).is_empty());
+        // The file's text sent as the rule, unnumbered, is a send, not a view.
+        assert!(views(&c, &[seg(Place::User, "Contents of /p/.claude/rules/api.md:\n\n# API v2\n")]).is_empty());
+    }
+
+    #[test]
+    fn a_line_holding_two_canaries_is_one_leak_and_leaks_come_in_order() {
+        let canaries = ["CANARY-7".to_string(), "CANARY-7B".to_string()];
+        let segs = [
+            seg(Place::User, "Contents of /x/b.md:\nCANARY-7B here"),
+            seg(Place::System, "first CANARY-7 there\nand CANARY-7B CANARY-7 again"),
+        ];
+        let leaks = leaks(&canaries, &segs, Path::new(P));
+        let lines: Vec<(&str, (usize, usize))> = leaks.iter().map(|(_, line, at)| (line.as_str(), *at)).collect();
+        assert_eq!(
+            lines,
+            [("CANARY-7B here", (0, 21)), ("first CANARY-7 there", (1, 0)), ("and CANARY-7B CANARY-7 again", (1, 21))]
+        );
     }
 
     #[rstest::rstest]

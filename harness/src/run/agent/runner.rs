@@ -46,6 +46,13 @@ const OUTPUT_TAIL: usize = 16 << 10;
 const DONE: &str = "Done.";
 
 /// A main request waiting for the scripted model's reply.
+/// A canary line no found file accounts for: what the CLI names it by (or where it sits), the
+/// line, and where the line is (text index, offset).
+/// How long a CLI may take over one model request before the result says so.
+const SLOW: Duration = Duration::from_secs(5);
+
+type Leak = (String, String, (usize, usize));
+
 struct Main {
     body: Value,
     reply: mpsc::Sender<Reply>,
@@ -272,10 +279,23 @@ impl Agent {
     fn next_main(&mut self) -> Result<Main, ImplError> {
         let timeout = self.timeout;
         let live = self.live()?;
-        let deadline = Instant::now() + timeout;
+        let started = Instant::now();
+        let deadline = started + timeout;
         loop {
             match live.mains.recv_timeout(Duration::from_millis(50)) {
-                Ok(main) => return Ok(main),
+                Ok(main) => {
+                    let took = started.elapsed();
+                    if took >= SLOW {
+                        let note = format!(
+                            "request {} came {:.1} s after the CLI was started or last answered: the \
+                             CLI's own time (the fake model answers at once)",
+                            live.steps + 1,
+                            took.as_secs_f64()
+                        );
+                        self.notes.push(note);
+                    }
+                    return Ok(main);
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(ImplError::Crash {
                         reason: "the fake model endpoint stopped".into(),
@@ -313,9 +333,21 @@ impl Agent {
         Ok(extract::find(&candidates, &segments, &live.reads, &live.root))
     }
 
+    /// The files the newest message of a request shows as a line-numbered view of the file
+    /// ([`extract::views`]).
+    fn views(&self, segments: &[api::Segment]) -> Result<Vec<String>, ImplError> {
+        let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
+        let dialect = Dialect::new(&self.recipe);
+        let candidates =
+            extract::candidates(&live.sandbox, &live.root, &dialect.instruction_names(), dialect.rules_dir());
+        let newest = segments.iter().map(|s| s.message).max().unwrap_or(0);
+        let last: Vec<api::Segment> = segments.iter().filter(|s| s.message == newest).cloned().collect();
+        Ok(extract::views(&candidates, &last).into_iter().map(str::to_string).collect())
+    }
+
     /// The canaries a request holds that no found file accounts for, as the paths (or places)
     /// the CLI put them at and the lines they are on: new since `before` leaks.
-    fn leaked(&self, main: &Main, found: &[Found]) -> Result<(Vec<(String, String)>, usize), ImplError> {
+    fn leaked(&self, main: &Main, found: &[Found]) -> Result<(Vec<Leak>, usize), ImplError> {
         let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
         let segments = api::segments(self.api(), &main.body);
         let all = extract::leaks(&self.canaries, &segments, &live.root);
@@ -332,7 +364,6 @@ impl Agent {
             .into_iter()
             .skip(live.leaks)
             .filter(|(label, line, _)| !accounted(line) && !reads_output(label))
-            .map(|(label, line, _)| (label, line))
             .collect();
         Ok((new, total))
     }
@@ -351,32 +382,36 @@ impl Agent {
         live.pending = Some(main);
         live.steps += 1;
         let step = live.steps;
-        let mut files = Vec::new();
-        let mut notes = Vec::new();
+        // Each file and each leaked line where it first appears, with its note.
+        let mut files: Vec<((usize, usize), WireFile, String)> = Vec::new();
         for f in &everything {
             live.counts.insert((f.rel.clone(), f.content.clone()), f.count);
             live.last.insert(f.rel.clone(), f.content.clone());
         }
-        for (label, line) in leaks {
-            notes.push(format!("request {step} (startup): a canary reached the model: {label}"));
-            files.push(WireFile {
+        for (label, line, at) in leaks {
+            let note = format!("request {step} (startup): a canary reached the model: {label}");
+            let file = WireFile {
                 path: label,
                 kind: "module".into(),
                 sha256: crate::judge::compare::sha256_hex(&line),
                 content: line,
-            });
+            };
+            files.push((at, file, note));
         }
         for f in found {
             live.last.insert(f.rel.clone(), f.content.clone());
             let path = translated.back(f.named.0.as_deref().unwrap_or(&f.rel));
-            notes.push(note(step, "startup", &path, &f));
-            files.push(WireFile {
+            let note = note(step, "startup", &path, &f);
+            let file = WireFile {
                 kind: if f.kind == Kind::Root { "root" } else { "module" }.into(),
                 sha256: crate::judge::compare::sha256_hex(&f.content),
                 content: f.content,
                 path,
-            });
+            };
+            files.push((f.at, file, note));
         }
+        files.sort_by_key(|(at, _, _)| *at);
+        let (files, notes): (Vec<WireFile>, Vec<String>) = files.into_iter().map(|(_, f, n)| (f, n)).unzip();
         self.notes.extend(notes);
         Ok(Observation { startup: Some(files), ..Observation::default() })
     }
@@ -388,6 +423,7 @@ impl Agent {
         let failed = api::failed_results(self.api(), &main.body);
         let translated = self.translated()?.clone();
         let segments = api::segments(self.api(), &main.body);
+        let views = self.views(&segments)?;
         let live = self.live()?;
         live.pending = Some(main);
         live.steps += 1;
@@ -411,36 +447,54 @@ impl Agent {
         }
         sent.sort_by_key(|f| f.last_at);
         live.leaks = total;
-        for (label, line) in leaks {
-            notes.push(format!("request {step} (activation): a canary reached the model: {label}"));
-            pieces.push(line.clone());
-            modules.push(WireModule {
-                path: label,
-                sha256: crate::judge::compare::sha256_hex(&line),
-                supersedes: false,
-                content: line,
-            });
-        }
         for text in failed {
             notes.push(format!(
                 "request {step}: the CLI's tool call failed: {}",
                 crate::report::escape::cut(&text, 300)
             ));
         }
+        for rel in views {
+            notes.push(format!(
+                "request {step}: {} is shown line-numbered, as a view of the file on disk (a \
+                 changed-file note), not sent as a module",
+                translated.back(&rel)
+            ));
+        }
+        // Each module sent and each leaked line where it appears: (where, module, piece, note).
+        let mut parts: Vec<((usize, usize), WireModule, String, String)> = Vec::new();
+        for (label, line, at) in leaks {
+            let note = format!("request {step} (activation): a canary reached the model: {label}");
+            let module = WireModule {
+                path: label,
+                sha256: crate::judge::compare::sha256_hex(&line),
+                supersedes: false,
+                content: line.clone(),
+            };
+            parts.push((at, module, line, note));
+        }
         for f in sent {
             let supersedes = live.last.insert(f.rel.clone(), f.content.clone()).is_some_and(|c| c != f.content);
             let path = translated.back(f.named.1.as_deref().unwrap_or(&f.rel));
-            notes.push(note(step, "activation", &path, &f));
-            if let Some(seg) = segments.get(f.last_at.0) {
-                let named = f.named.1.as_deref().unwrap_or(&f.rel);
-                pieces.push(piece(&seg.text, f.last_at.1, f.content.len(), &root, named));
-            }
-            modules.push(WireModule {
+            let note = note(step, "activation", &path, &f);
+            let named = f.named.1.as_deref().unwrap_or(&f.rel);
+            let piece =
+                segments.get(f.last_at.0).map(|seg| piece(&seg.text, f.last_at.1, f.content.len(), &root, named));
+            let module = WireModule {
                 path,
                 sha256: crate::judge::compare::sha256_hex(&f.content),
                 supersedes,
                 content: f.content,
-            });
+            };
+            parts.push((f.last_at, module, piece.unwrap_or_default(), note));
+        }
+        // A stable sort: copies of one file sent twice keep their order.
+        parts.sort_by_key(|(at, _, _, _)| *at);
+        for (_, module, piece, note) in parts {
+            modules.push(module);
+            if !piece.is_empty() {
+                pieces.push(piece);
+            }
+            notes.push(note);
         }
         self.notes.extend(notes);
         if modules.is_empty() {
