@@ -1,8 +1,9 @@
 //! Deterministic generated rule trees and the floor every benchmark is measured beside.
 //!
-//! [`generate`] lays out `n` rule modules of about 1 KiB, 4 to 7 folders deep under
-//! `.elowen/rules` (counting `.elowen` and `rules`), half of them conditional with 1 to 3 globs,
-//! plus nested AGENTS.md files in source folders. The same seed gives the same tree.
+//! [`generate`] writes [`harness::util::generate::tree`] to a temporary folder: `n` rule modules
+//! of about 1 KiB, 4 to 7 folders deep under `.elowen/rules`, half of them conditional, plus
+//! nested AGENTS.md files in source folders. The same seed gives the same tree (`conformance
+//! bench` runs agents and adapters on the same trees).
 //! [`floor`] is the least any discovery can do: walk, read and SHA-256 every rule file, with std
 //! only and one thread.
 
@@ -12,39 +13,7 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-/// A small deterministic generator (xorshift64*): enough for shaping a tree, no crate needed.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    /// The next value.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// A value in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-}
-
-const AREAS: &[&str] = &[
-    "api", "auth", "billing", "cli", "core", "db", "docs", "events", "files", "gateway", "http", "i18n", "jobs", "kv",
-    "logs", "mail", "metrics", "net", "orders", "pay", "queue", "rpc", "search", "sql", "storage", "sync", "tasks",
-    "ui", "users", "web",
-];
-const SUBS: &[&str] = &["handlers", "models", "routes", "util", "v1", "v2", "internal", "public"];
-const EXTS: &[&str] = &["ts", "rs", "go", "py"];
-
-/// A generated tree.
+/// A generated tree, written to a temporary folder of its own.
 #[derive(Debug)]
 pub struct Generated {
     _dir: tempfile::TempDir,
@@ -60,67 +29,20 @@ pub struct Generated {
     pub touched: Vec<String>,
 }
 
-fn pick<'a>(rng: &mut Rng, from: &[&'a str]) -> &'a str {
-    from.get(rng.below(from.len())).copied().unwrap_or("x")
-}
-
-/// Generates `n` modules with `seed`.
+/// Generates `n` modules with `seed` ([`harness::util::generate::tree`]) and writes them.
 pub fn generate(n: usize, seed: u64) -> io::Result<Generated> {
     let dir = tempfile::Builder::new().prefix("bench-tree-").tempdir()?;
     let root = fs::canonicalize(dir.path())?.join("project");
-    let mut rng = Rng::new(seed);
-    let mut bytes = 0u64;
-    let mut patterns = Vec::new();
-    let filler = "Keep changes small, name things for what they hold, and test what you change. ".repeat(13);
-    for i in 0..n {
-        // `.elowen/rules` plus 2 to 5 folders: 4 to 7 deep.
-        let depth = 2 + rng.below(4);
-        let mut rel = PathBuf::from(".elowen/rules");
-        for _ in 0..depth {
-            rel.push(format!("{}-{}", pick(&mut rng, AREAS), rng.below(4)));
-        }
-        rel.push(format!("module-{i}.md"));
-        let mut text = String::new();
-        if i % 2 == 0 {
-            let k = 1 + rng.below(3);
-            let globs: Vec<String> = (0..k)
-                .map(|_| match rng.below(3) {
-                    0 => format!("src/{}/**/*.{}", pick(&mut rng, AREAS), pick(&mut rng, EXTS)),
-                    1 => format!("src/{}/{}/*.{}", pick(&mut rng, AREAS), pick(&mut rng, SUBS), pick(&mut rng, EXTS)),
-                    _ => format!("tests/{}/**", pick(&mut rng, AREAS)),
-                })
-                .collect();
-            text.push_str("---\npaths:\n");
-            for g in &globs {
-                text.push_str(&format!("  - \"{g}\"\n"));
-            }
-            text.push_str("---\n");
-            patterns.push(globs);
-        }
-        text.push_str(&format!("# Rule {i}\n\n{filler}\n"));
-        let path = root.join(&rel);
+    let tree = harness::util::generate::tree(n, seed);
+    for (rel, text) in &tree.files {
+        let path = root.join(rel);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent)?;
         }
-        fs::write(&path, &text)?;
-        bytes += text.len() as u64;
+        fs::write(&path, text)?;
     }
-    for area in AREAS {
-        let folder = root.join("src").join(area);
-        fs::create_dir_all(&folder)?;
-        fs::write(folder.join("AGENTS.md"), format!("# {area}\nConventions of {area}.\n"))?;
-        let sub = folder.join(SUBS.first().copied().unwrap_or("sub"));
-        fs::create_dir_all(&sub)?;
-        fs::write(sub.join("AGENTS.md"), format!("# {area} handlers\n"))?;
-    }
-    fs::write(root.join("AGENTS.md"), "# Project\n")?;
-    let touched = (0..10_000)
-        .map(|_| {
-            let (a, s, e) = (pick(&mut rng, AREAS), pick(&mut rng, SUBS), pick(&mut rng, EXTS));
-            format!("src/{a}/{s}/file-{}.{e}", rng.below(100))
-        })
-        .collect();
-    Ok(Generated { _dir: dir, root, modules: n, bytes, patterns, touched })
+    let harness::util::generate::Tree { modules, bytes, patterns, touched, .. } = tree;
+    Ok(Generated { _dir: dir, root, modules, bytes, patterns, touched })
 }
 
 /// The floor: walks `.elowen/rules` under `root`, reads and hashes every file, std only, one
