@@ -126,6 +126,31 @@ enum Command {
         #[arg(long = "output", value_name = "FORMAT=PATH", value_parser = parse_output)]
         outputs: Vec<(Format, PathBuf)>,
     },
+    /// Times implementations on the benches' generated trees: launch to the first model request,
+    /// and a matching touch's tool result to the next request, each as the median of the repeats
+    /// and read beside the same target on the empty tree and reference-adapter on the same tree,
+    /// all in one run. Prints a table; writes bench.json, bench.md and bench.svg to --out.
+    Bench {
+        /// An agent CLI, as `run --agent` takes it. Repeatable.
+        #[arg(long = "agent", value_name = "NAME[@VERSION]")]
+        agents: Vec<String>,
+        /// An adapter: `NAME=CMD` (run with `sh -c`). Repeatable.
+        #[arg(long = "impl", value_name = "NAME=CMD")]
+        implementations: Vec<String>,
+        /// A tree size in rule modules (the empty tree is always run too). Repeatable; the
+        /// default is 1000.
+        #[arg(long = "modules", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        modules: Vec<u64>,
+        /// Runs per target and tree. The default is 3.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..=100))]
+        repeats: u64,
+        /// Seconds a target may take over one request. The default is 120.
+        #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        timeout: u64,
+        /// Where to write bench.json, bench.md and bench.svg. The default is target/bench.
+        #[arg(long, default_value = "target/bench")]
+        out: PathBuf,
+    },
     /// Lists agent CLI recipes, one line each, tab-separated: the pin (`claude-code@2.1.332`), the
     /// folder `.ci/agents` installs it into, the program there, and the npm packages to install.
     /// Without pins, every built-in recipe at its pinned version.
@@ -613,6 +638,66 @@ fn matrix(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `conformance bench`: every target, then reference-adapter, on the empty tree and each size.
+fn bench(
+    agents: &[String],
+    implementations: &[String],
+    modules: &[u64],
+    repeats: u64,
+    timeout: u64,
+    out: &Path,
+) -> Result<ExitCode, String> {
+    use harness::run::bench::{self, Target};
+    let timeout = Duration::from_secs(timeout);
+    let home = FakeHome::new()?;
+    let adapter = |cmd: String| {
+        let home = home.path().to_path_buf();
+        move || -> Result<Box<dyn Implementation + Send>, String> {
+            Ok(Box::new(harness::run::adapter::ProcessAdapter::new(cmd.clone(), home.clone(), timeout, 0)))
+        }
+    };
+    let mut makers: Vec<(String, Box<Factory<'static>>)> = Vec::new();
+    for spec in agents {
+        makers.push((spec.clone(), Box::new(agent_factory(spec, timeout)?)));
+    }
+    for spec in implementations {
+        let (name, cmd) = spec.split_once('=').ok_or_else(|| format!("--impl '{spec}': expected NAME=CMD"))?;
+        makers.push((name.to_string(), Box::new(adapter(cmd.to_string()))));
+    }
+    let reference =
+        harness::run::adapter::shell_quote(&harness::run::adapter::reference_adapter_path()?.to_string_lossy());
+    makers.push(("reference-adapter".into(), Box::new(adapter(reference))));
+    let targets: Vec<Target<'_>> = makers.iter().map(|(name, make)| Target { name: name.clone(), make }).collect();
+    let sizes: Vec<usize> = if modules.is_empty() {
+        vec![1000]
+    } else {
+        modules.iter().map(|&n| usize::try_from(n).unwrap_or(usize::MAX)).collect()
+    };
+    let repeats = usize::try_from(repeats).unwrap_or(1);
+    let result = bench::run(&targets, &sizes, repeats, &mut |row| {
+        let first = bench::ms(row.first_us());
+        let next = bench::ms(row.next_us());
+        let error = row.error.as_deref().map(|e| format!(" ({})", line(e, 300))).unwrap_or_default();
+        eprintln!(
+            "{} at {} modules: first request {first} ms, next request {next} ms{error}",
+            field(&row.target),
+            row.modules
+        );
+    });
+    harness::util::cleanup::reap_orphans();
+    let result = result?;
+    let table = result.table();
+    emit(format_args!("{table}"));
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let json = serde_json::to_string_pretty(&result).map_err(|e| format!("bench.json: {e}"))?;
+    for (file, text) in [("bench.json", json), ("bench.md", table), ("bench.svg", result.svg())] {
+        let path = out.join(file);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    emit(format_args!("wrote {}\n", out.join("bench.svg").display()));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `conformance smoke`: hello, then the smallest runnable case of each declared profile.
 fn smoke(cases: &[Case], command: &str, timeout: u64) -> Result<ExitCode, String> {
     let home = FakeHome::new()?;
@@ -824,6 +909,9 @@ fn main() -> ExitCode {
         }
         Command::Smoke { adapter, timeout, cases } => load(&cases).and_then(|c| smoke(&c, &adapter, timeout)),
         Command::Agents { pins } => agents(&pins),
+        Command::Bench { agents, implementations, modules, repeats, timeout, out } => {
+            bench(&agents, &implementations, &modules, repeats, timeout, &out)
+        }
         Command::Report { results, format, profile, outputs } => {
             rerender(&results, format, profile.as_deref(), &outputs)
         }

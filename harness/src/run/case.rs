@@ -109,6 +109,11 @@ pub struct StepResult {
     pub observation: Observation,
     /// Differences from the expectation.
     pub mismatches: Vec<Mismatch>,
+    /// How long the implementation took over the step, in microseconds ([`Implementation::take_wait`]
+    /// where it tells; 0 for a one-shot run, whose steps are not timed one by one). Kept out of reports, which carry the case's time;
+    /// `conformance bench` reads it.
+    #[serde(skip)]
+    pub micros: u128,
 }
 
 /// One case's result.
@@ -594,6 +599,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
                         action,
                         observation: Observation::default(),
                         mismatches: vec![m],
+                        micros: 0,
                     });
                 }
                 None => set_error(&mut result, "open", &e),
@@ -604,6 +610,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
     }
     for (index, (step, expect)) in run_s.steps.iter().zip(&expects).enumerate() {
         let action = action_name(&step.action).to_string();
+        let timed = Instant::now();
         let outcome = match whole.as_mut() {
             Some(w) => match w.next() {
                 Some(o) => o,
@@ -611,6 +618,8 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
             },
             None => drive(imp, &mut running, &step.action),
         };
+        let waited = imp.take_wait();
+        let micros = if whole.is_some() { 0 } else { waited.unwrap_or_else(|| timed.elapsed()).as_micros() };
         let obs = match outcome {
             Ok(obs) => obs,
             Err(e) => {
@@ -636,7 +645,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
             }
         }
         record(&mut result, ctx.level, index, &action, &mismatches);
-        result.steps.push(StepResult { index, action, observation: obs, mismatches });
+        result.steps.push(StepResult { index, action, observation: obs, mismatches, micros });
     }
     if whole.is_some() {
         // A one-shot run has no open session to close.

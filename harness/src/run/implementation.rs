@@ -85,6 +85,13 @@ pub trait Implementation {
     fn unobservable(&self) -> &'static [&'static str] {
         &[]
     }
+    /// How long the step just run waited on the implementation itself, where that is less than
+    /// the step's time (an agent CLI: from its launch, or the fake model's answer, to its next
+    /// model request, without the harness's reading of that request). The default is none: the
+    /// step's time is the implementation's.
+    fn take_wait(&mut self) -> Option<std::time::Duration> {
+        None
+    }
     /// Notes on the case just run, for every report and never compared (where an agent CLI put
     /// each file's text). The default is none.
     fn take_notes(&mut self) -> Vec<String> {
@@ -362,6 +369,9 @@ impl Implementation for WithDeclared {
     }
     fn unobservable(&self) -> &'static [&'static str] {
         self.inner.unobservable()
+    }
+    fn take_wait(&mut self) -> Option<std::time::Duration> {
+        self.inner.take_wait()
     }
     fn take_notes(&mut self) -> Vec<String> {
         self.inner.take_notes()

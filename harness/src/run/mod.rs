@@ -5,6 +5,7 @@
 
 pub mod adapter;
 pub mod agent;
+pub mod bench;
 pub mod case;
 pub mod driver;
 pub mod implementation;

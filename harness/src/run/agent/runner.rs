@@ -179,6 +179,9 @@ pub struct Agent {
     translated: Option<Translated>,
     live: Option<Live>,
     notes: Vec<String>,
+    /// How long the CLI took to send its main requests since the step began (launch or the last
+    /// answer to each request's arrival), for [`Implementation::take_wait`].
+    wait: Option<Duration>,
     transcript: Option<String>,
     /// How the last case's CLI was confined.
     network: Option<String>,
@@ -206,6 +209,7 @@ impl Agent {
             translated: None,
             live: None,
             notes: Vec::new(),
+            wait: None,
             transcript: None,
             network: None,
             canaries: Vec::new(),
@@ -285,11 +289,12 @@ impl Agent {
             match live.mains.recv_timeout(Duration::from_millis(50)) {
                 Ok(main) => {
                     let took = started.elapsed();
+                    let request = live.steps + 1;
+                    self.wait = Some(self.wait.unwrap_or_default() + took);
                     if took >= SLOW {
                         let note = format!(
-                            "request {} came {:.1} s after the CLI was started or last answered: the \
-                             CLI's own time (the fake model answers at once)",
-                            live.steps + 1,
+                            "request {request} came {:.1} s after the CLI was started or last answered: \
+                             the CLI's own time (the fake model answers at once)",
                             took.as_secs_f64()
                         );
                         self.notes.push(note);
@@ -701,6 +706,10 @@ impl Implementation for Agent {
 
     fn unobservable(&self) -> &'static [&'static str] {
         &["diagnostics", "blocked", "escaped", "failed"]
+    }
+
+    fn take_wait(&mut self) -> Option<Duration> {
+        self.wait.take()
     }
 
     fn take_notes(&mut self) -> Vec<String> {
