@@ -232,6 +232,45 @@ impl Bench {
         out
     }
 
+    /// The table and the plot as a section of an HTML page (the matrix's index), every name
+    /// from the command line escaped.
+    pub fn html(&self) -> String {
+        use crate::report::escape::{cut, html, FIELD_MAX, REASON_MAX};
+        let mut out = String::from("<h2 id=\"bench\">Time to first request on large trees</h2>\n");
+        let _ = writeln!(
+            out,
+            "<p>Median milliseconds from launch to the first model request, and from a matching touch's \
+             tool result to the next request, on the generated trees of <code>conformance bench</code>; \
+             each beside the same target on the empty tree (× empty) and {} on the same tree, all measured \
+             in one run.</p>",
+            html(&cut(&self.baseline, FIELD_MAX))
+        );
+        out.push_str(
+            "<table>\n<tr><th>target</th><th>modules</th><th>first request ms</th><th>× empty</th><th>× baseline</th>\
+             <th>next request ms</th><th>× empty</th><th>× baseline</th><th>note</th></tr>\n",
+        );
+        for row in &self.rows {
+            let empty = self.row(&row.target, 0);
+            let base = self.row(&self.baseline, row.modules);
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                html(&cut(&row.target, FIELD_MAX)),
+                row.modules,
+                ms(row.first_us()),
+                ratio(row.first_us(), empty.and_then(Row::first_us)),
+                ratio(row.first_us(), base.and_then(Row::first_us)),
+                ms(row.next_us()),
+                ratio(row.next_us(), empty.and_then(Row::next_us)),
+                ratio(row.next_us(), base.and_then(Row::next_us)),
+                html(&cut(row.error.as_deref().unwrap_or(""), REASON_MAX)),
+            );
+        }
+        out.push_str("</table>\n");
+        out.push_str(&self.svg());
+        out
+    }
+
     /// The plot, as a standalone SVG: the median launch-to-first-request time of each target
     /// over the tree size, both axes logarithmic (the empty tree at the left edge).
     pub fn svg(&self) -> String {
@@ -321,6 +360,9 @@ mod tests {
         // The agent at 1000: 800 ms, 2.00 × its empty tree, 20.00 × the reference's 40 ms.
         assert!(table.contains("| agent | 1000 | 800.0 | 2.00 | 20.00 | 150.0 | 1.50 | 15.00 |"), "{table}");
         assert!(table.contains("TIMEOUT: slow"), "{table}");
+        let page = Bench { targets: vec!["<b>".into(), "reference-adapter".into()], ..bench.clone() }.html();
+        assert!(page.contains("<td>800.0</td><td>2.00</td><td>20.00</td>"), "{page}");
+        assert!(!page.contains("<b>") && page.contains("TIMEOUT: slow"), "{page}");
         let svg = bench.svg();
         assert_eq!(svg.matches("<polyline").count(), 2);
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
