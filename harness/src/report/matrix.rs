@@ -535,11 +535,16 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
     }
     // Rows: profile/area → column index → counts.
     let mut rows: BTreeMap<String, Vec<Cell>> = BTreeMap::new();
+    // Profile/area and column → the cases there that do not pass, for the cell's page.
+    let mut members: HashMap<(String, usize), Vec<&CaseResult>> = HashMap::new();
     let mut totals = vec![Cell::default(); columns.len()];
     for (i, col) in columns.iter().enumerate() {
         for r in &col.results {
-            let row =
-                rows.entry(format!("{}/{}", r.profile, r.area)).or_insert_with(|| vec![Cell::default(); columns.len()]);
+            let area = format!("{}/{}", r.profile, r.area);
+            if Kind::of(r) != Kind::Pass {
+                members.entry((area.clone(), i)).or_default().push(r);
+            }
+            let row = rows.entry(area).or_insert_with(|| vec![Cell::default(); columns.len()]);
             if let Some(cell) = row.get_mut(i) {
                 cell.add(r);
             }
@@ -584,11 +589,7 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
             let href = format!("cases/{col_dir}/{file}");
             let _ = write!(body, "<td>{}</td>", c.html(Some(&href)));
             mkdir(&dir.join("cases").join(col_dir))?;
-            let mut cases: Vec<&CaseResult> = col
-                .results
-                .iter()
-                .filter(|r| format!("{}/{}", r.profile, r.area) == *area && Kind::of(r) != Kind::Pass)
-                .collect();
+            let mut cases = members.remove(&(area.clone(), i)).unwrap_or_default();
             cases.sort_by_key(|r| Kind::of(r));
             let mut list = format!(
                 "<p><a href=\"../../index.html\">matrix</a></p>\n<h1>{} on {}</h1>\n<p>{}</p>\n<ul>\n",
