@@ -1,10 +1,10 @@
 //! `conformance matrix`: several implementations run over the same corpus, written as one static
 //! site — `index.html` (implementations × profiles × areas, seed violations apart from differences
 //! with the suite's decisions, unsupported cases apart from both, and the cases whose result
-//! changed between releases of one agent), `matrix.json` (every result, and the same changes),
-//! a page per cell that lists its cases with their reasons, and a page per non-passing or changed
-//! case with its reason, where its instruction files landed and what was expected beside what was
-//! observed. No script, no external asset: the pages open from disk in any browser.
+//! changed between releases of one agent), `matrix.json` (every result, the counts of every cell,
+//! and the same changes), a page per cell that lists its cases with their reasons, and a page per
+//! non-passing or changed case with its reason, where its instruction files landed and what was
+//! expected beside what was observed. No script, no external asset: the pages open from disk in any browser.
 //!
 //! Every text from a case or an implementation is cut to its cap and escaped by
 //! [`crate::report::escape::html`] (markup, control and bidi characters); `matrix.json` carries the same
@@ -135,7 +135,7 @@ impl Kind {
 }
 
 /// Counts of one cell.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, serde::Serialize)]
 struct Cell {
     total: usize,
     passed: usize,
@@ -737,6 +737,15 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
         "suite_version": env!("CARGO_PKG_VERSION"),
         "protocol": crate::run::wire::PROTOCOL_VERSION,
         "implementations": bounded,
+        "counts": columns.iter().enumerate().map(|(i, c)| serde_json::json!({
+            "implementation": cut(&c.name, FIELD_MAX),
+            "areas": rows
+                .iter()
+                .filter_map(|(area, cells)| Some((cut(area, FIELD_MAX).into_owned(), *cells.get(i)?)))
+                .filter(|(_, cell)| cell.total > 0)
+                .collect::<BTreeMap<_, _>>(),
+            "all": totals.get(i).copied().unwrap_or_default(),
+        })).collect::<Vec<_>>(),
         "releases": pairs.iter().map(|p| change_json(columns, p)).collect::<Vec<_>>(),
     }))
     .map_err(|e| e.to_string())?;
@@ -898,6 +907,14 @@ mod tests {
         assert_eq!(release["changed"][0]["old"], serde_json::json!({"status": "FAIL", "basis": "seed"}));
         assert_eq!(release["changed"][0]["new"], serde_json::json!({"status": "PASS"}));
         assert_eq!(release["changed"].as_array().map(Vec::len), Some(1));
+        let older = &json["counts"][2];
+        assert_eq!(older["implementation"], "claude-code@2.1.197");
+        assert_eq!(
+            older["all"],
+            serde_json::json!({"total": 3, "passed": 1, "seed": 1, "decision": 1, "other": 0, "unsupported": 0})
+        );
+        assert_eq!(older["areas"]["modules/glob"]["seed"], 1);
+        assert_eq!(json["counts"][1]["areas"].as_object().map(|a| a.len()), Some(1));
     }
 
     #[test]
