@@ -501,6 +501,16 @@ fn case_sections(r: &CaseResult, marks: &[String]) -> String {
 
 /// Writes the site into `dir` (created if missing).
 pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
+    write_with_bench(dir, columns, None)
+}
+
+/// Writes the site into `dir`, its index ending with the table and plot of a `conformance
+/// bench` run (`bench.json`) when there is one.
+pub fn write_with_bench(
+    dir: &Path,
+    columns: &[Column],
+    bench: Option<&crate::run::bench::Bench>,
+) -> Result<(), String> {
     let put = |p: &Path, text: String| fs::write(p, text).map_err(|e| format!("{}: {e}", p.display()));
     let mkdir = |p: &Path| fs::create_dir_all(p).map_err(|e| format!("{}: {e}", p.display()));
     mkdir(&dir.join("cases"))?;
@@ -724,6 +734,9 @@ pub fn write(dir: &Path, columns: &[Column]) -> Result<(), String> {
             )?;
         }
     }
+    if let Some(bench) = bench {
+        body.push_str(&bench.html());
+    }
     put(&dir.join("index.html"), page("Conformance matrix", &body))?;
     let bounded: Vec<Column> = columns
         .iter()
@@ -942,6 +955,31 @@ mod tests {
     }
 
     #[test]
+    fn a_bench_run_ends_the_index_and_an_index_without_one_has_no_such_section() {
+        use crate::run::bench::{Bench, Row};
+        let row = |target: &str, modules| Row {
+            target: target.into(),
+            modules,
+            first: vec![2000],
+            next: vec![1000],
+            error: None,
+        };
+        let bench = Bench {
+            sizes: vec![0, 1000],
+            targets: vec!["a".into()],
+            baseline: "a".into(),
+            rows: vec![row("a", 0), row("a", 1000)],
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let columns = [column("x", "1", vec![result("m-1", Status::Pass, None)])];
+        write_with_bench(dir.path(), &columns, Some(&bench)).unwrap();
+        let index = read(&dir.path().join("index.html"));
+        assert!(index.contains("Time to first request on large trees") && index.contains("<svg"), "{index}");
+        write(dir.path(), &columns).unwrap();
+        assert!(!read(&dir.path().join("index.html")).contains("<svg"));
+    }
+
+    #[test]
     fn a_failing_case_page_shows_where_files_landed_and_expected_beside_actual() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = result("m-land", Status::Fail, Some(Verdict::Seed));
@@ -950,6 +988,7 @@ mod tests {
             index: 1,
             action: "touch".into(),
             observation: Default::default(),
+            micros: 0,
             mismatches: vec![Mismatch {
                 field: "activation[0].path".into(),
                 expected: ".elowen/rules/api.md".into(),
@@ -978,6 +1017,7 @@ mod tests {
             index: 0,
             action: evil.into(),
             observation: Default::default(),
+            micros: 0,
             mismatches: vec![
                 Mismatch {
                     field: evil.into(),
