@@ -817,8 +817,12 @@ fn report(
         }
     };
     let summary = Summary::new(&saved.results, saved.unexpected.clone());
+    // A report from before the suite version was recorded renders as it always did: with this
+    // suite's.
+    let mut run = saved.run.clone();
+    run.suite_version = run.suite_version.or(formats::RunInfo::current().suite_version);
     let rendered =
-        Rendered { hello: &saved.implementation, run: &saved.run, results: &saved.results, summary: &summary, profile };
+        Rendered { hello: &saved.implementation, run: &run, results: &saved.results, summary: &summary, profile };
     emit(format_args!("{}\n", rendered.render(format)));
     for (format, path) in outputs {
         rendered.write(*format, path)?;

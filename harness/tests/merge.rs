@@ -247,6 +247,11 @@ fn an_old_report_without_the_run_fields_still_renders() {
     let (code, out, err) = conformance(&["report", s(&path)]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("passed"), "{out}");
+    let (code, out, err) = conformance(&["report", s(&path), "--format", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let again: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(again["suite_version"], env!("CARGO_PKG_VERSION"), "as before: this suite's version");
+    assert!(again.get("shard").is_none());
 }
 
 #[test]

@@ -124,12 +124,17 @@ pub fn merge(shards: &[Saved], allow_missing: bool) -> Result<Saved, String> {
                 m.shards
             ));
         }
-        s.run.shard.ok_or_else(|| {
+        let shard = s.run.shard.ok_or_else(|| {
             format!(
                 "{}: no 'shard' field: not a shard of a run (a run without --shard is whole already)",
                 s.path.display()
             )
-        })
+        })?;
+        // [`read`] checks this too; a report made some other way must not index out of range.
+        if shard.of == 0 || shard.index == 0 || shard.index > shard.of {
+            return Err(format!("{}: 'shard' is {shard} (expected 1 <= index <= of)", s.path.display()));
+        }
+        Ok(shard)
     };
     let first_shard = shard_of(first)?;
     for s in shards {
