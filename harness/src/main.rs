@@ -91,12 +91,21 @@ enum Command {
     Matrix {
         /// An implementation: `NAME=CMD` (a persistent adapter run with `sh -c`; `NAME=-` is the
         /// reference in-process). Repeatable.
-        #[arg(long = "impl", value_name = "NAME=CMD", required_unless_present = "agents")]
+        #[arg(long = "impl", value_name = "NAME=CMD", required_unless_present_any = ["agents", "reports"])]
         implementations: Vec<String>,
         /// An agent CLI, as `run --agent` takes it (`claude-code`, `claude-code@2.1.197`, a recipe
         /// file). Repeatable, beside `--impl`.
         #[arg(long = "agent", value_name = "NAME[@VERSION]")]
         agents: Vec<String>,
+        /// A saved JSON report (`run --format json`, or `report --merge` of a run's shards) shown
+        /// as a column named by its implementation's hello name (and version, when two columns
+        /// would share a name), instead of running it. Repeatable, beside `--impl` and `--agent`;
+        /// the columns come in the order `--impl`, `--agent`, `--report`.
+        #[arg(long = "report", value_name = "PATH")]
+        reports: Vec<PathBuf>,
+        /// A `conformance bench` run's bench.json: its table and plot end the index.
+        #[arg(long, value_name = "BENCH.json")]
+        bench: Option<PathBuf>,
         /// The directory to write.
         #[arg(long)]
         out: PathBuf,
@@ -112,10 +121,23 @@ enum Command {
         #[command(flatten)]
         cases: CasesArg,
     },
-    /// Renders a saved JSON report (`run --format json`) again, in any format.
+    /// Renders a saved JSON report (`run --format json`) again, in any format; with `--merge`, the
+    /// shards of one run (`run --shard K/N`) as the report of the whole run.
     Report {
-        /// The JSON report.
-        results: PathBuf,
+        /// The JSON report; with `--merge`, every shard's.
+        #[arg(required = true)]
+        results: Vec<PathBuf>,
+        /// Merge the reports, each a shard of one run, into one: results in corpus order, the
+        /// summary counted again, `unexpected` the union of the shards'. Refused for shards of
+        /// different suite versions, implementations, shard counts, profiles or filters, for a
+        /// case in two shards, and when a shard is missing (unless `--allow-missing`). The merged
+        /// report has no `shard` and is not merged again.
+        #[arg(long)]
+        merge: bool,
+        /// With `--merge`: merge the shards given when some are missing (named on stderr and in
+        /// the report's `merged.missing`) instead of refusing. The default is to refuse.
+        #[arg(long, requires = "merge")]
+        allow_missing: bool,
         /// The format.
         #[arg(long, value_enum, default_value = "human")]
         format: Format,
@@ -513,7 +535,14 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
     let terminal =
         if args.format == Format::Human { std::io::stdout().is_terminal() } else { std::io::stderr().is_terminal() };
     let human = formats::human(&results, &summary, formats::use_colour(terminal));
-    let rendered = Rendered { hello: &hello, results: &results, summary: &summary, profile: args.profile.as_deref() };
+    let info = formats::RunInfo {
+        shard: args.shard.as_deref().map(parse_shard).transpose()?.map(|(index, of)| formats::Shard { index, of }),
+        profile: args.profile.clone(),
+        filter: args.filter.clone(),
+        ..formats::RunInfo::current()
+    };
+    let rendered =
+        Rendered { hello: &hello, run: &info, results: &results, summary: &summary, profile: args.profile.as_deref() };
     if args.format == Format::Human {
         emit_painted(&format!("{human}\n"));
     } else {
@@ -559,6 +588,8 @@ fn run(args: &RunArgs) -> Result<ExitCode, String> {
 /// One run's results, ready to be rendered in any format.
 struct Rendered<'a> {
     hello: &'a harness::Hello,
+    /// What the JSON report records of the run beside the hello.
+    run: &'a formats::RunInfo,
     results: &'a [harness::run::case::CaseResult],
     summary: &'a Summary,
     profile: Option<&'a str>,
@@ -568,7 +599,7 @@ impl Rendered<'_> {
     fn render(&self, format: Format) -> String {
         match format {
             Format::Human => formats::human(self.results, self.summary, false),
-            Format::Json => formats::json(self.hello, self.results, self.summary),
+            Format::Json => formats::json_of_run(self.hello, self.run, self.results, self.summary),
             Format::Junit => formats::junit(self.hello, self.results, self.summary),
             Format::Markdown => formats::markdown(self.hello, self.results, self.summary),
             Format::Badge => formats::badge(self.results, self.profile),
@@ -590,16 +621,82 @@ impl Rendered<'_> {
     }
 }
 
-/// `conformance matrix`: each implementation over the same selection, then the site.
-fn matrix(
-    cases: &[Case],
-    implementations: &[String],
-    agents: &[String],
-    out: &Path,
+/// The columns `conformance matrix` runs: `--impl` and `--agent`, with their jobs and timeout.
+struct Runs<'a> {
+    implementations: &'a [String],
+    agents: &'a [String],
     jobs: u64,
     timeout: u64,
+}
+
+/// `conformance matrix`: each implementation over the same selection, then each saved report,
+/// then the site.
+fn matrix(
+    cases: &[Case],
+    runs: &Runs<'_>,
+    reports: &[PathBuf],
+    bench: Option<&Path>,
+    out: &Path,
     filter: Option<String>,
 ) -> Result<ExitCode, String> {
+    // Every report is read and checked before anything runs: a bad one fails at once, not after
+    // an hour of agent CLIs.
+    let bench = match bench {
+        Some(path) => {
+            let text = harness::util::input::read_text(path, harness::util::input::Kind::Report)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let bench: harness::run::bench::Bench = serde_json::from_str(&text)
+                .map_err(|e| format!("{}: not a bench.json of conformance bench: {e}", path.display()))?;
+            Some(bench)
+        }
+        None => None,
+    };
+    let mut saved = Vec::new();
+    for path in reports {
+        let report = harness::report::merge::read(path)?;
+        let results = harness::report::merge::matrix_results(&report, filter.as_deref())?;
+        saved.push((path, report, results));
+    }
+    let mut columns = Vec::new();
+    if !runs.implementations.is_empty() || !runs.agents.is_empty() {
+        columns = run_columns(cases, runs, filter)?;
+    }
+    for (path, saved, results) in saved {
+        if let Some(m) = saved.run.merged.as_ref().filter(|m| !m.missing.is_empty()) {
+            eprintln!(
+                "conformance: {}: merged without some shards ({}): its column lacks their cases",
+                path.display(),
+                harness::report::merge::missing_message(&m.missing, m.shards)
+            );
+        }
+        let hello = saved.implementation;
+        let taken = |n: &str| columns.iter().any(|c: &harness::report::matrix::Column| c.name == n);
+        let mut name = hello.name.clone();
+        if taken(&name) {
+            name = format!("{} {}", hello.name, hello.version);
+        }
+        if taken(&name) {
+            return Err(format!(
+                "{}: a column named '{}' is there already (two reports of one implementation and version)",
+                path.display(),
+                cut(&name, escape::FIELD_MAX)
+            ));
+        }
+        eprintln!("{}: {} cases from {}", field(&name), results.len(), path.display());
+        columns.push(harness::report::matrix::Column { name, hello, results });
+    }
+    harness::report::matrix::write_with_bench(out, &columns, bench.as_ref())?;
+    emit(format_args!("wrote {}\n", out.join("index.html").display()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The columns of `--impl` and `--agent`, each run over the same selection.
+fn run_columns(
+    cases: &[Case],
+    runs: &Runs<'_>,
+    filter: Option<String>,
+) -> Result<Vec<harness::report::matrix::Column>, String> {
+    let Runs { implementations, agents, jobs, timeout } = *runs;
     let selected = Selection { filter, ..Selection::default() }.apply(cases.to_vec());
     if selected.is_empty() {
         return Err("no case matches the selection".into());
@@ -633,9 +730,7 @@ fn matrix(
         columns.push(harness::report::matrix::Column { name: spec.to_string(), hello, results });
     }
     harness::util::cleanup::reap_orphans();
-    harness::report::matrix::write(out, &columns)?;
-    emit(format_args!("wrote {}\n", out.join("index.html").display()));
-    Ok(ExitCode::SUCCESS)
+    Ok(columns)
 }
 
 /// `conformance bench`: every target, then reference-adapter, on the empty tree and each size.
@@ -789,37 +884,49 @@ fn agent_transcript(cases: &[Case], id: &str, dir: &Path, agent: &str) -> Result
     Ok(format!("transcript of {agent} ({}): {}", result.status.as_str(), path.display()))
 }
 
-/// Re-renders a saved JSON report in another format.
-fn rerender(
-    file: &Path,
+/// `conformance report`: a saved JSON report rendered again in any format, or, with `merge`,
+/// the shards of one run merged and rendered.
+fn report(
+    files: &[PathBuf],
+    merge: bool,
+    allow_missing: bool,
     format: Format,
     profile: Option<&str>,
     outputs: &[(Format, PathBuf)],
 ) -> Result<ExitCode, String> {
-    let text = harness::util::input::read_text(file, harness::util::input::Kind::Report)
-        .map_err(|e| format!("{}: {e}", file.display()))?;
-    let saved: SavedReport =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", file.display()))?;
-    let summary = Summary::new(&saved.results, saved.summary.unexpected);
-    let rendered = Rendered { hello: &saved.implementation, results: &saved.results, summary: &summary, profile };
+    use harness::report::merge;
+    let saved = match files {
+        [one] if !merge => merge::read(one)?,
+        _ if !merge => {
+            return Err(format!(
+                "{} reports given: one is rendered, several only merged (--merge, for the shards of one run)",
+                files.len()
+            ))
+        }
+        _ => {
+            let shards = files.iter().map(|f| merge::read(f)).collect::<Result<Vec<_>, _>>()?;
+            let merged = merge::merge(&shards, allow_missing)?;
+            if let Some(m) = merged.run.merged.as_ref().filter(|m| !m.missing.is_empty()) {
+                eprintln!(
+                    "conformance: merged without the cases of the shards not given: {} (--allow-missing)",
+                    merge::missing_message(&m.missing, m.shards)
+                );
+            }
+            merged
+        }
+    };
+    let summary = Summary::new(&saved.results, saved.unexpected.clone());
+    // A report from before the suite version was recorded renders as it always did: with this
+    // suite's.
+    let mut run = saved.run.clone();
+    run.suite_version = run.suite_version.or(formats::RunInfo::current().suite_version);
+    let rendered =
+        Rendered { hello: &saved.implementation, run: &run, results: &saved.results, summary: &summary, profile };
     emit(format_args!("{}\n", rendered.render(format)));
     for (format, path) in outputs {
         rendered.write(*format, path)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The parts of a JSON report (`--format json`) that re-rendering needs.
-#[derive(serde::Deserialize)]
-struct SavedReport {
-    implementation: harness::Hello,
-    summary: SavedSummary,
-    results: Vec<harness::run::case::CaseResult>,
-}
-
-#[derive(serde::Deserialize)]
-struct SavedSummary {
-    unexpected: Vec<String>,
 }
 
 /// A label from a case or an implementation on one line of the terminal: cut to
@@ -904,16 +1011,17 @@ fn main() -> ExitCode {
             emit(format_args!("{}", harness::case::coverage::report(&cov)));
             Ok(if cov.is_complete() { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }),
-        Command::Matrix { implementations, agents, out, jobs, timeout, filter, cases } => {
-            load(&cases).and_then(|c| matrix(&c, &implementations, &agents, &out, jobs, timeout, filter))
+        Command::Matrix { implementations, agents, reports, bench, out, jobs, timeout, filter, cases } => {
+            let runs = Runs { implementations: &implementations, agents: &agents, jobs, timeout };
+            load(&cases).and_then(|c| matrix(&c, &runs, &reports, bench.as_deref(), &out, filter))
         }
         Command::Smoke { adapter, timeout, cases } => load(&cases).and_then(|c| smoke(&c, &adapter, timeout)),
         Command::Agents { pins } => agents(&pins),
         Command::Bench { agents, implementations, modules, repeats, timeout, out } => {
             bench(&agents, &implementations, &modules, repeats, timeout, &out)
         }
-        Command::Report { results, format, profile, outputs } => {
-            rerender(&results, format, profile.as_deref(), &outputs)
+        Command::Report { results, merge, allow_missing, format, profile, outputs } => {
+            report(&results, merge, allow_missing, format, profile.as_deref(), &outputs)
         }
         Command::Expectations { write, run } => execute(&run).and_then(|(hello, results, _)| {
             if let Some(r) = results.iter().find(|r| r.fatal) {

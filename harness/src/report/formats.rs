@@ -250,14 +250,79 @@ fn short(s: Status) -> &'static str {
 /// is the record `conformance report` renders again. DEL, C1 and bidi characters are written as
 /// `\uXXXX` ([`escape::json`]).
 pub fn json(hello: &crate::Hello, results: &[CaseResult], summary: &Summary) -> String {
+    json_of_run(hello, &RunInfo::current(), results, summary)
+}
+
+/// The JSON report of a run described by `run` ([`json`] is this for an unsharded run of this
+/// suite with no selection): `run`'s fields sit at the top level beside `implementation`, each
+/// absent when unset.
+pub fn json_of_run(hello: &crate::Hello, run: &RunInfo, results: &[CaseResult], summary: &Summary) -> String {
     let results: Vec<CaseResult> = results.iter().map(bounded_result).collect();
-    let v = serde_json::json!({
-        "suite_version": env!("CARGO_PKG_VERSION"),
+    let mut v = serde_json::json!({
         "implementation": bounded_hello(hello),
         "summary": summary,
         "results": results,
     });
+    if let (Some(top), Ok(serde_json::Value::Object(fields))) = (v.as_object_mut(), serde_json::to_value(run)) {
+        top.extend(fields);
+    }
     escape::json(serde_json::to_string_pretty(&v).unwrap_or_default())
+}
+
+/// What a JSON report records of the run beside the implementation's hello, so that the shards
+/// of one run can be told from those of another and merged (`conformance report --merge`,
+/// [`crate::report::merge`]). Every field is optional when a saved report is read, so that a
+/// report written before a field existed still loads; all but `suite_version` are absent from a
+/// report when unset.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunInfo {
+    /// The suite version that ran the cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_version: Option<String>,
+    /// The shard this run was (`--shard K/N`); absent when it ran every selected case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// `--profile`, when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// `--filter`, when the run had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// For a report merged from shards: how many shards the run had and which were not merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<Merged>,
+}
+
+impl RunInfo {
+    /// An unsharded run of this suite with no selection.
+    pub fn current() -> RunInfo {
+        RunInfo { suite_version: Some(env!("CARGO_PKG_VERSION").into()), ..RunInfo::default() }
+    }
+}
+
+/// Shard `index` of `of` (`--shard 2/4`: `{"index": 2, "of": 4}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shard {
+    /// 1-based.
+    pub index: usize,
+    /// The number of shards of the run.
+    pub of: usize,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.of)
+    }
+}
+
+/// Where a merged report came from.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Merged {
+    /// The number of shards of the run.
+    pub shards: usize,
+    /// The shards not merged (`--allow-missing`), 1-based; absent when none is missing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing: Vec<usize>,
 }
 
 /// JUnit XML in the form of the common Jenkins/Ant `junit-10` schema: `<testsuites>` with one
