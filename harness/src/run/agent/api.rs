@@ -3,9 +3,9 @@
 //! ([`is_generation`], [`auxiliary`]), and how a scripted [`Reply`] is encoded so that the real
 //! SDK accepts it ([`encode`]).
 //!
-//! Each API is one [`Api`] variant and one private module below (`anthropic`, `gemini`); the
-//! public functions only dispatch, so adding an API (OpenAI chat or responses) is one more
-//! variant and one more module. Request bodies come from third-party software: every reader
+//! Each API is one [`Api`] variant and one private module below (`anthropic`, `gemini`, `chat`,
+//! `responses`); the public functions only dispatch, so adding an API is one more variant and one
+//! more module. Request bodies come from third-party software: every reader
 //! here takes any JSON, skips what it does not know, and never panics.
 
 use std::fmt;
@@ -20,6 +20,11 @@ pub enum Api {
     AnthropicMessages,
     /// Google's Gemini API (`POST /v1beta/models/{model}:generateContent`), spoken by Gemini CLI.
     Gemini,
+    /// OpenAI's chat completions (`POST /v1/chat/completions`), spoken by opencode, Qwen Code and
+    /// Continue's CLI.
+    OpenaiChat,
+    /// OpenAI's Responses API (`POST /v1/responses`), spoken by Codex.
+    OpenaiResponses,
 }
 
 /// Where a piece of request text sits.
@@ -115,6 +120,8 @@ pub fn segments(api: Api, body: &Value) -> Vec<Segment> {
     match api {
         Api::AnthropicMessages => anthropic::segments(body),
         Api::Gemini => gemini::segments(body),
+        Api::OpenaiChat => chat::segments(body),
+        Api::OpenaiResponses => responses::segments(body),
     }
 }
 
@@ -122,7 +129,7 @@ pub fn segments(api: Api, body: &Value) -> Vec<Segment> {
 /// `functionDeclarations` in one of Gemini's `tools`.
 pub fn offers_tools(api: Api, body: &Value) -> bool {
     match api {
-        Api::AnthropicMessages => array(body.get("tools")).next().is_some(),
+        Api::AnthropicMessages | Api::OpenaiChat | Api::OpenaiResponses => array(body.get("tools")).next().is_some(),
         Api::Gemini => gemini::declarations(body).next().is_some(),
     }
 }
@@ -146,6 +153,8 @@ pub fn tool_results(api: Api, body: &Value) -> usize {
             let ids: std::collections::BTreeSet<&str> = responses.iter().filter_map(|r| str_at(r, "id")).collect();
             ids.len() + responses.iter().filter(|r| str_at(r, "id").is_none()).count()
         }
+        Api::OpenaiChat => array(body.get("messages")).filter(|m| role(m) == "tool").count(),
+        Api::OpenaiResponses => responses::items(body).filter(|i| responses::is_output(i)).count(),
     }
 }
 
@@ -173,40 +182,48 @@ pub fn failed_results(api: Api, body: &Value) -> Vec<String> {
             .filter_map(|r| r.get("response").and_then(|x| x.get("error")))
             .map(text_of)
             .collect(),
+        // Neither OpenAI API marks a tool result as failed: a failure is only text.
+        Api::OpenaiChat | Api::OpenaiResponses => Vec::new(),
     }
 }
 
 /// The names of the offered tools, in the order offered (for error messages).
 pub fn tool_names(api: Api, body: &Value) -> Vec<String> {
     let tools: Box<dyn Iterator<Item = &Value>> = match api {
-        Api::AnthropicMessages => Box::new(array(body.get("tools"))),
+        Api::AnthropicMessages | Api::OpenaiResponses => Box::new(array(body.get("tools"))),
         Api::Gemini => Box::new(gemini::declarations(body)),
+        // `{"type": "function", "function": {"name": ..}}`.
+        Api::OpenaiChat => Box::new(array(body.get("tools")).map(|t| t.get("function").unwrap_or(t))),
     };
     tools.filter_map(|t| str_at(t, "name")).map(str::to_owned).collect()
 }
 
-/// Whether the client asked for a server-sent-event stream: Anthropic's body `stream: true`,
-/// Gemini's `:streamGenerateContent` endpoint.
+/// Whether the client asked for a server-sent-event stream: Anthropic's and OpenAI's body
+/// `stream: true`, Gemini's `:streamGenerateContent` endpoint.
 pub fn wants_stream(api: Api, url_path: &str, body: &Value) -> bool {
     match api {
-        Api::AnthropicMessages => body.get("stream").and_then(Value::as_bool).unwrap_or(false),
+        Api::AnthropicMessages | Api::OpenaiChat | Api::OpenaiResponses => {
+            body.get("stream").and_then(Value::as_bool).unwrap_or(false)
+        }
         Api::Gemini => path_only(url_path).ends_with(":streamGenerateContent"),
     }
 }
 
-/// The model the request names: Anthropic's body `model`, Gemini's `{model}` in
+/// The model the request names: Anthropic's and OpenAI's body `model`, Gemini's `{model}` in
 /// `/v1beta/models/{model}:generateContent`. Empty when there is none.
 pub fn model(api: Api, url_path: &str, body: &Value) -> String {
     match api {
-        Api::AnthropicMessages => str_at(body, "model").unwrap_or_default().to_owned(),
+        Api::AnthropicMessages | Api::OpenaiChat | Api::OpenaiResponses => {
+            str_at(body, "model").unwrap_or_default().to_owned()
+        }
         Api::Gemini => gemini::model_in_path(url_path).unwrap_or_default().to_owned(),
     }
 }
 
 /// Whether `method url_path` is the endpoint that generates: Anthropic's `POST /v1/messages`
 /// (with any query string, e.g. `?beta=true`), Gemini's `POST .../models/{m}:generateContent`
-/// or `:streamGenerateContent`. A prefix before `/v1` is allowed, so a base URL with a path
-/// works too.
+/// or `:streamGenerateContent`, OpenAI's `POST .../chat/completions` and `POST .../responses`.
+/// A prefix before `/v1` is allowed, so a base URL with a path works too.
 pub fn is_generation(api: Api, method: &str, url_path: &str) -> bool {
     if !method.eq_ignore_ascii_case("POST") {
         return false;
@@ -218,6 +235,8 @@ pub fn is_generation(api: Api, method: &str, url_path: &str) -> bool {
             gemini::model_in_path(url_path).is_some()
                 && (path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent"))
         }
+        Api::OpenaiChat => path.ends_with("/chat/completions"),
+        Api::OpenaiResponses => path.ends_with("/responses"),
     }
 }
 
@@ -229,6 +248,10 @@ pub fn encode(api: Api, reply: &Reply, stream: bool, model: &str) -> Encoded {
         (Api::AnthropicMessages, true) => (EVENT_STREAM, anthropic::events(reply, model)),
         (Api::Gemini, false) => (JSON, gemini::response(reply, model).to_string()),
         (Api::Gemini, true) => (EVENT_STREAM, gemini::events(reply, model)),
+        (Api::OpenaiChat, false) => (JSON, chat::completion(reply, model).to_string()),
+        (Api::OpenaiChat, true) => (EVENT_STREAM, chat::chunks(reply, model)),
+        (Api::OpenaiResponses, false) => (JSON, responses::response(reply, model, "completed").to_string()),
+        (Api::OpenaiResponses, true) => (EVENT_STREAM, responses::events(reply, model)),
     };
     Encoded { status: 200, content_type, body }
 }
@@ -257,7 +280,8 @@ pub fn auxiliary(api: Api, method: &str, url_path: &str, body: &Value) -> Encode
 
 /// An error response in the API's JSON error shape: Anthropic's
 /// `{"type":"error","error":{"type":..,"message":..}}`, Gemini's
-/// `{"error":{"code":..,"message":..,"status":..}}`.
+/// `{"error":{"code":..,"message":..,"status":..}}`, OpenAI's
+/// `{"error":{"message":..,"type":..,"param":null,"code":null}}`.
 pub fn error(api: Api, status: u16, message: &str) -> Encoded {
     let body = match api {
         Api::AnthropicMessages => {
@@ -276,6 +300,13 @@ pub fn error(api: Api, status: u16, message: &str) -> Encoded {
                 _ => "INTERNAL",
             };
             json!({ "error": { "code": status, "message": message, "status": kind } })
+        }
+        Api::OpenaiChat | Api::OpenaiResponses => {
+            let kind = match status {
+                400 | 404 | 413 => "invalid_request_error",
+                _ => "server_error",
+            };
+            json!({ "error": { "message": message, "type": kind, "param": null, "code": null } })
         }
     };
     Encoded { status, content_type: JSON, body: body.to_string() }
@@ -622,10 +653,389 @@ mod gemini {
     }
 }
 
+/// Where an OpenAI message sits, by its role and whether the conversation has had an assistant
+/// or tool turn yet. Before the first one, system and developer messages are the system prompt
+/// (message 0) and every user message is the opening turn (message 1, however many the CLI split
+/// it into: Codex sends its AGENTS.md text and its environment as separate user messages before
+/// the prompt). After it, each message has a number of its own, from 2.
+struct Numbering {
+    opened: bool,
+    next: usize,
+}
+
+impl Numbering {
+    fn new() -> Numbering {
+        Numbering { opened: false, next: 2 }
+    }
+
+    /// The place and number of the next message of `role`.
+    fn place(&mut self, role: &str) -> (Place, usize) {
+        match (role, self.opened) {
+            ("system" | "developer", false) => (Place::System, 0),
+            ("user", false) => (Place::FirstUser, 1),
+            _ => {
+                self.opened = true;
+                let n = self.next;
+                self.next += 1;
+                let place = match role {
+                    "system" | "developer" => Place::SeparateSystem,
+                    "user" => Place::User,
+                    "assistant" => Place::Assistant,
+                    "tool" => Place::ToolResult,
+                    _ => Place::Other,
+                };
+                (place, n)
+            }
+        }
+    }
+}
+
+/// A string, or the `text` of each part of an array of content parts (`text`, `input_text`,
+/// `output_text`; parts without text, such as images, are skipped).
+fn push_content(out: &mut Vec<Segment>, place: Place, message: usize, content: Option<&Value>) {
+    match content {
+        Some(Value::String(s)) => out.push(Segment { place, message, text: s.clone() }),
+        Some(Value::Array(parts)) => {
+            for part in parts {
+                if let Some(text) = str_at(part, "text") {
+                    out.push(Segment { place, message, text: text.to_owned() });
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The arguments of a call as the JSON text OpenAI's wire forms carry.
+fn args_text(call: &Call) -> String {
+    args_object(call).to_string()
+}
+
+/// A stable creation time for the replies (2023-11-14): a client reads it, none checks it.
+const CREATED: u64 = 1_700_000_000;
+
+/// OpenAI's chat completions.
+mod chat {
+    use super::{args_text, array, fake_id, role, sse_json, str_at, Call, Numbering, Place, Reply, Segment, CREATED};
+    use serde_json::{json, Value};
+
+    pub(super) fn segments(body: &Value) -> Vec<Segment> {
+        let mut out = Vec::new();
+        let mut numbering = Numbering::new();
+        for m in array(body.get("messages")) {
+            let (place, n) = numbering.place(role(m));
+            super::push_content(&mut out, place, n, m.get("content"));
+            // Older clients send a reasoning text beside the content.
+            for key in ["reasoning_content", "reasoning"] {
+                if let Some(text) = str_at(m, key) {
+                    out.push(Segment { place, message: n, text: text.to_owned() });
+                }
+            }
+            for call in array(m.get("tool_calls")) {
+                if let Some(args) = call.get("function").and_then(|f| str_at(f, "arguments")) {
+                    out.push(Segment { place: Place::Assistant, message: n, text: args.to_owned() });
+                }
+            }
+        }
+        for tool in array(body.get("tools")) {
+            if let Some(text) = tool.get("function").and_then(|f| str_at(f, "description")) {
+                out.push(Segment { place: Place::Other, message: 0, text: text.to_owned() });
+            }
+        }
+        out
+    }
+
+    fn call_id(call: &Call, index: usize) -> String {
+        if call.id.is_empty() {
+            fake_id("call_", &format!("{index}:{}", call.name))
+        } else {
+            call.id.clone()
+        }
+    }
+
+    fn finish_reason(reply: &Reply) -> &'static str {
+        match reply {
+            Reply::Tools(calls) if !calls.is_empty() => "tool_calls",
+            _ => "stop",
+        }
+    }
+
+    fn completion_id(reply: &Reply, model: &str) -> String {
+        fake_id("chatcmpl-", &format!("{model}:{reply:?}"))
+    }
+
+    fn usage() -> Value {
+        json!({ "prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2 })
+    }
+
+    /// The whole completion of a non-streamed reply.
+    pub(super) fn completion(reply: &Reply, model: &str) -> Value {
+        let message = match reply {
+            Reply::Text(text) => json!({ "role": "assistant", "content": text }),
+            Reply::Tools(calls) => {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(i, call)| {
+                        json!({
+                            "id": call_id(call, i),
+                            "type": "function",
+                            "function": { "name": call.name, "arguments": args_text(call) },
+                        })
+                    })
+                    .collect();
+                json!({ "role": "assistant", "content": null, "tool_calls": calls })
+            }
+        };
+        json!({
+            "id": completion_id(reply, model),
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": model,
+            "choices": [{ "index": 0, "message": message, "finish_reason": finish_reason(reply) }],
+            "usage": usage(),
+        })
+    }
+
+    /// The chunks of a streamed reply, each a `data:` line: the role; per tool call one delta
+    /// with its id and name (empty arguments) and one with the whole arguments, or the whole
+    /// text in one delta; then an empty delta with the finish reason and the usage, and
+    /// `data: [DONE]`.
+    pub(super) fn chunks(reply: &Reply, model: &str) -> String {
+        let id = completion_id(reply, model);
+        let chunk = |delta: Value, finish: Value| {
+            json!({
+                "id": id,
+                "object": "chat.completion.chunk",
+                "created": CREATED,
+                "model": model,
+                "choices": [{ "index": 0, "delta": delta, "finish_reason": finish }],
+            })
+        };
+        let mut chunks = vec![chunk(json!({ "role": "assistant", "content": "" }), Value::Null)];
+        match reply {
+            Reply::Text(text) => chunks.push(chunk(json!({ "content": text }), Value::Null)),
+            Reply::Tools(calls) => {
+                for (i, call) in calls.iter().enumerate() {
+                    let start = json!({ "tool_calls": [{
+                        "index": i,
+                        "id": call_id(call, i),
+                        "type": "function",
+                        "function": { "name": call.name, "arguments": "" },
+                    }] });
+                    chunks.push(chunk(start, Value::Null));
+                    let args = json!({ "tool_calls": [{ "index": i, "function": { "arguments": args_text(call) } }] });
+                    chunks.push(chunk(args, Value::Null));
+                }
+            }
+        }
+        let mut last = chunk(json!({}), json!(finish_reason(reply)));
+        if let Some(map) = last.as_object_mut() {
+            map.insert("usage".to_owned(), usage());
+        }
+        chunks.push(last);
+        let mut out: String = chunks.iter().map(|c| format!("data: {}\n\n", sse_json(c))).collect();
+        out.push_str("data: [DONE]\n\n");
+        out
+    }
+}
+
+/// OpenAI's Responses API.
+mod responses {
+    use super::{args_text, array, fake_id, role, sse_json, str_at, Call, Numbering, Place, Reply, Segment, CREATED};
+    use serde_json::{json, Value};
+
+    /// The items of `input` (a bare string is one user message).
+    pub(super) fn items(body: &Value) -> std::slice::Iter<'_, Value> {
+        array(body.get("input"))
+    }
+
+    fn item_type(item: &Value) -> &str {
+        // A message may leave out its type (`{"role": "user", "content": ..}`).
+        str_at(item, "type").unwrap_or(if item.get("role").is_some() { "message" } else { "" })
+    }
+
+    /// Whether an item is a tool's output.
+    pub(super) fn is_output(item: &Value) -> bool {
+        matches!(item_type(item), "function_call_output" | "custom_tool_call_output" | "local_shell_call_output")
+    }
+
+    pub(super) fn segments(body: &Value) -> Vec<Segment> {
+        let mut out = Vec::new();
+        if let Some(text) = str_at(body, "instructions") {
+            out.push(Segment { place: Place::System, message: 0, text: text.to_owned() });
+        }
+        if let Some(text) = str_at(body, "input") {
+            out.push(Segment { place: Place::FirstUser, message: 1, text: text.to_owned() });
+        }
+        let mut numbering = Numbering::new();
+        for item in items(body) {
+            match item_type(item) {
+                "message" => {
+                    let (place, n) = numbering.place(role(item));
+                    super::push_content(&mut out, place, n, item.get("content"));
+                }
+                "function_call" | "custom_tool_call" => {
+                    let (_, n) = numbering.place("assistant");
+                    let args = str_at(item, "arguments").or_else(|| str_at(item, "input"));
+                    if let Some(args) = args {
+                        out.push(Segment { place: Place::Assistant, message: n, text: args.to_owned() });
+                    }
+                }
+                _ if is_output(item) => {
+                    let (_, n) = numbering.place("tool");
+                    super::push_content(&mut out, Place::ToolResult, n, item.get("output"));
+                }
+                "reasoning" => {
+                    let (_, n) = numbering.place("assistant");
+                    for part in array(item.get("summary")) {
+                        if let Some(text) = str_at(part, "text") {
+                            out.push(Segment { place: Place::Assistant, message: n, text: text.to_owned() });
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for tool in array(body.get("tools")) {
+            if let Some(text) = str_at(tool, "description") {
+                out.push(Segment { place: Place::Other, message: 0, text: text.to_owned() });
+            }
+        }
+        out
+    }
+
+    fn response_id(reply: &Reply, model: &str) -> String {
+        fake_id("resp_", &format!("{model}:{reply:?}"))
+    }
+
+    /// The output items of a reply: a `function_call` per call, or one assistant `message`.
+    fn output(reply: &Reply, model: &str) -> Vec<Value> {
+        match reply {
+            Reply::Text(text) => vec![json!({
+                "type": "message",
+                "id": fake_id("msg_", &format!("{model}:{text}")),
+                "status": "completed",
+                "role": "assistant",
+                "content": [{ "type": "output_text", "text": text, "annotations": [] }],
+            })],
+            Reply::Tools(calls) => calls.iter().enumerate().map(|(i, call)| function_call(call, i)).collect(),
+        }
+    }
+
+    fn function_call(call: &Call, index: usize) -> Value {
+        let seed = format!("{index}:{}", call.name);
+        let call_id = if call.id.is_empty() { fake_id("call_", &seed) } else { call.id.clone() };
+        json!({
+            "type": "function_call",
+            "id": fake_id("fc_", &seed),
+            "status": "completed",
+            "call_id": call_id,
+            "name": call.name,
+            "arguments": args_text(call),
+        })
+    }
+
+    /// The whole response object, with `status` (`in_progress` has no output yet).
+    pub(super) fn response(reply: &Reply, model: &str, status: &str) -> Value {
+        let (output, usage) = if status == "completed" {
+            let usage = json!({
+                "input_tokens": 1,
+                "input_tokens_details": { "cached_tokens": 0 },
+                "output_tokens": 1,
+                "output_tokens_details": { "reasoning_tokens": 0 },
+                "total_tokens": 2,
+            });
+            (output(reply, model), usage)
+        } else {
+            (Vec::new(), Value::Null)
+        };
+        json!({
+            "id": response_id(reply, model),
+            "object": "response",
+            "created_at": CREATED,
+            "status": status,
+            "model": model,
+            "output": output,
+            "parallel_tool_calls": true,
+            "tool_choice": "auto",
+            "tools": [],
+            "error": null,
+            "incomplete_details": null,
+            "usage": usage,
+        })
+    }
+
+    /// The event stream of a streamed reply, each `event: TYPE` with its `data:` (the type again
+    /// and a `sequence_number`): `response.created`, `response.in_progress`; per output item
+    /// `response.output_item.added` (a call with empty arguments, a message with no content), its
+    /// deltas (`response.function_call_arguments.delta`/`.done`, or `response.content_part.added`,
+    /// `response.output_text.delta`/`.done`, `response.content_part.done`) and
+    /// `response.output_item.done` (the whole item); then `response.completed` with the whole
+    /// response.
+    pub(super) fn events(reply: &Reply, model: &str) -> String {
+        let mut events: Vec<Value> = vec![
+            json!({ "type": "response.created", "response": response(reply, model, "in_progress") }),
+            json!({ "type": "response.in_progress", "response": response(reply, model, "in_progress") }),
+        ];
+        for (index, item) in output(reply, model).into_iter().enumerate() {
+            let item_id = str_at(&item, "id").unwrap_or_default().to_owned();
+            let mut added = item.clone();
+            if let Some(map) = added.as_object_mut() {
+                map.insert("status".to_owned(), json!("in_progress"));
+                if map.contains_key("arguments") {
+                    map.insert("arguments".to_owned(), json!(""));
+                } else {
+                    map.insert("content".to_owned(), json!([]));
+                }
+            }
+            events.push(json!({ "type": "response.output_item.added", "output_index": index, "item": added }));
+            if let Some(args) = str_at(&item, "arguments") {
+                let at = json!({ "item_id": item_id, "output_index": index });
+                events.push(with(&at, json!({ "type": "response.function_call_arguments.delta", "delta": args })));
+                events.push(with(&at, json!({ "type": "response.function_call_arguments.done", "arguments": args })));
+            } else {
+                let text = item.pointer("/content/0/text").and_then(Value::as_str).unwrap_or_default().to_owned();
+                let at = json!({ "item_id": item_id, "output_index": index, "content_index": 0 });
+                let empty = json!({ "type": "output_text", "text": "", "annotations": [] });
+                let part = json!({ "type": "output_text", "text": text, "annotations": [] });
+                events.push(with(&at, json!({ "type": "response.content_part.added", "part": empty })));
+                events.push(with(&at, json!({ "type": "response.output_text.delta", "delta": text })));
+                events.push(with(&at, json!({ "type": "response.output_text.done", "text": text })));
+                events.push(with(&at, json!({ "type": "response.content_part.done", "part": part })));
+            }
+            events.push(json!({ "type": "response.output_item.done", "output_index": index, "item": item }));
+        }
+        events.push(json!({ "type": "response.completed", "response": response(reply, model, "completed") }));
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(n, mut event)| {
+                if let Some(map) = event.as_object_mut() {
+                    map.insert("sequence_number".to_owned(), json!(n));
+                }
+                let name = str_at(&event, "type").unwrap_or_default().to_owned();
+                format!("event: {name}\ndata: {}\n\n", sse_json(&event))
+            })
+            .collect()
+    }
+
+    /// `event` with the fields of `at` added.
+    fn with(at: &Value, mut event: Value) -> Value {
+        if let (Some(map), Some(at)) = (event.as_object_mut(), at.as_object()) {
+            for (k, v) in at {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+        event
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rstest::rstest;
+    use std::collections::BTreeMap;
 
     fn anthropic_body() -> Value {
         json!({
@@ -937,6 +1347,325 @@ mod tests {
         assert_eq!(serde_json::from_str::<Value>(&got.body).unwrap(), want);
     }
 
+    /// opencode 1.18.33's second request of m-nest-002, trimmed: two system messages (the root
+    /// file in the second), the prompt, a read and its result with the nested file appended.
+    fn chat_body() -> Value {
+        json!({
+            "model": "fake-model",
+            "messages": [
+                {"role": "system", "content": "You are opencode, an interactive CLI tool."},
+                {"role": "system", "content": "Instructions from: /p/project/AGENTS.md\n# Root\n"},
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "toolu_conformance_0001", "type": "function",
+                     "function": {"name": "read", "arguments": "{\"filePath\":\"/p/project/src/a.ts\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "toolu_conformance_0001",
+                 "content": "<path>/p/project/src/a.ts</path>\n<content>\n1: export {};\n</content>\n\n<system-reminder>\nInstructions from: /p/project/src/AGENTS.md\n# Src\n\n</system-reminder>"},
+                {"role": "tool", "tool_call_id": "t2", "content": [{"type": "text", "text": "export {};\n"}]},
+                {"role": "system", "content": "late"},
+                {"role": "user", "content": [{"type": "text", "text": "more"}, {"type": "image_url", "image_url": {}}]},
+            ],
+            "tools": [
+                {"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {}}},
+                {"type": "function", "function": {"name": "bash", "parameters": {}}},
+            ],
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        })
+    }
+
+    /// Codex 0.171.0's second request of m-root-201, trimmed: developer messages, the AGENTS.md
+    /// text and the environment as user messages before the prompt, a shell call and its output.
+    fn responses_body() -> Value {
+        json!({
+            "model": "gpt-5-codex",
+            "instructions": "You are Codex.",
+            "input": [
+                {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are a coding agent running in the Codex CLI."}]},
+                {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "# AGENTS.md instructions for /p/project\n\n<INSTRUCTIONS>\n# Project\n</INSTRUCTIONS>"},
+                    {"type": "input_text", "text": "<environment_context>\n  <cwd>/p/project</cwd>\n</environment_context>"},
+                ]},
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+                {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"cat /p/project/src/api/x.ts\"}", "call_id": "toolu_conformance_0001"},
+                {"type": "function_call_output", "call_id": "toolu_conformance_0001", "output": "Process exited with code 0\nOutput:\nexport {};\n"},
+                {"type": "reasoning", "summary": [{"type": "summary_text", "text": "thinking"}]},
+                {"role": "assistant", "content": [{"type": "output_text", "text": "said"}]},
+                {"type": "custom_tool_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "patched"}]},
+            ],
+            "tools": [
+                {"type": "function", "name": "exec_command", "description": "Runs a command", "parameters": {}},
+                {"type": "web_search"},
+            ],
+            "stream": true,
+        })
+    }
+
+    #[test]
+    fn openai_chat_segments_follow_the_conversation() {
+        use Place::*;
+        assert_eq!(
+            triples(segments(Api::OpenaiChat, &chat_body())),
+            vec![
+                t(System, 0, "You are opencode, an interactive CLI tool."),
+                t(System, 0, "Instructions from: /p/project/AGENTS.md\n# Root\n"),
+                t(FirstUser, 1, "go"),
+                t(Assistant, 2, ""),
+                t(Assistant, 2, r#"{"filePath":"/p/project/src/a.ts"}"#),
+                t(ToolResult, 3, "<path>/p/project/src/a.ts</path>\n<content>\n1: export {};\n</content>\n\n<system-reminder>\nInstructions from: /p/project/src/AGENTS.md\n# Src\n\n</system-reminder>"),
+                t(ToolResult, 4, "export {};\n"),
+                t(SeparateSystem, 5, "late"),
+                t(User, 6, "more"),
+                t(Other, 0, "Read a file"),
+            ]
+        );
+    }
+
+    #[test]
+    fn openai_responses_segments_follow_the_conversation() {
+        use Place::*;
+        assert_eq!(
+            triples(segments(Api::OpenaiResponses, &responses_body())),
+            vec![
+                t(System, 0, "You are Codex."),
+                t(System, 0, "You are a coding agent running in the Codex CLI."),
+                t(
+                    FirstUser,
+                    1,
+                    "# AGENTS.md instructions for /p/project\n\n<INSTRUCTIONS>\n# Project\n</INSTRUCTIONS>"
+                ),
+                t(FirstUser, 1, "<environment_context>\n  <cwd>/p/project</cwd>\n</environment_context>"),
+                t(FirstUser, 1, "go"),
+                t(Assistant, 2, r#"{"cmd":"cat /p/project/src/api/x.ts"}"#),
+                t(ToolResult, 3, "Process exited with code 0\nOutput:\nexport {};\n"),
+                t(Assistant, 4, "thinking"),
+                t(Assistant, 5, "said"),
+                t(ToolResult, 6, "patched"),
+                t(Other, 0, "Runs a command"),
+            ]
+        );
+    }
+
+    #[rstest]
+    #[case::chat_not_an_array(Api::OpenaiChat, json!({"messages": {"role": "user"}, "tools": "x"}), vec![])]
+    #[case::chat_unknown_shapes_are_skipped(Api::OpenaiChat, json!({"messages": [7, {"role": "wizard", "content": "w"}, {"role": "user", "content": 3}]}), vec![t(Place::Other, 3, "w")])]
+    #[case::responses_string_input(Api::OpenaiResponses, json!({"input": "go"}), vec![t(Place::FirstUser, 1, "go")])]
+    #[case::responses_unknown_items_are_skipped(Api::OpenaiResponses, json!({"input": [3, {"type": "web_search_call"}, {"type": "function_call", "arguments": 1}]}), vec![])]
+    fn openai_segments_of_odd_bodies(#[case] api: Api, #[case] body: Value, #[case] want: Vec<(Place, usize, String)>) {
+        assert_eq!(triples(segments(api, &body)), want);
+    }
+
+    #[rstest]
+    #[case::chat(Api::OpenaiChat, chat_body(), true, 2, vec!["read", "bash"])]
+    #[case::responses(Api::OpenaiResponses, responses_body(), true, 2, vec!["exec_command"])]
+    #[case::chat_title_request(Api::OpenaiChat, json!({"messages": [{"role": "user", "content": "Generate a title"}]}), false, 0, vec![])]
+    fn openai_tools_offered_and_results_held(
+        #[case] api: Api,
+        #[case] body: Value,
+        #[case] offers: bool,
+        #[case] results: usize,
+        #[case] names: Vec<&str>,
+    ) {
+        assert_eq!(offers_tools(api, &body), offers);
+        assert_eq!(tool_results(api, &body), results);
+        assert_eq!(tool_names(api, &body), names);
+        assert_eq!(failed_results(api, &body), Vec::<String>::new());
+    }
+
+    #[rstest]
+    #[case::chat(Api::OpenaiChat, "POST", "/v1/chat/completions", true)]
+    #[case::chat_unversioned(Api::OpenaiChat, "POST", "/chat/completions", true)]
+    #[case::chat_get(Api::OpenaiChat, "GET", "/v1/chat/completions", false)]
+    #[case::chat_models(Api::OpenaiChat, "GET", "/v1/models", false)]
+    #[case::responses(Api::OpenaiResponses, "POST", "/v1/responses", true)]
+    #[case::responses_compact(Api::OpenaiResponses, "POST", "/v1/responses/compact", false)]
+    #[case::responses_is_not_chat(Api::OpenaiResponses, "POST", "/v1/chat/completions", false)]
+    fn openai_generation_endpoints(#[case] api: Api, #[case] method: &str, #[case] path: &str, #[case] want: bool) {
+        assert_eq!(is_generation(api, method, path), want);
+    }
+
+    #[rstest]
+    #[case::chat_stream(Api::OpenaiChat, json!({"model": "m1", "stream": true}), true, "m1")]
+    #[case::chat_no_stream(Api::OpenaiChat, json!({"model": "m1"}), false, "m1")]
+    #[case::responses_stream(Api::OpenaiResponses, json!({"model": "gpt-5-codex", "stream": true}), true, "gpt-5-codex")]
+    #[case::responses_no_model(Api::OpenaiResponses, json!({"stream": 1}), false, "")]
+    fn openai_stream_and_model(#[case] api: Api, #[case] body: Value, #[case] stream: bool, #[case] name: &str) {
+        assert_eq!(wants_stream(api, "/v1/x", &body), stream);
+        assert_eq!(model(api, "/v1/x", &body), name);
+    }
+
+    /// The JSON of each `data:` line of a chat completions stream, up to `[DONE]`, checking its
+    /// framing.
+    fn parse_chat_sse(body: &str) -> Vec<Value> {
+        let events: Vec<&str> = body.strip_suffix("\n\n").unwrap().split("\n\n").collect();
+        assert_eq!(events.last(), Some(&"data: [DONE]"));
+        events[..events.len() - 1]
+            .iter()
+            .map(|e| {
+                let data: Value = serde_json::from_str(e.strip_prefix("data: ").unwrap()).unwrap();
+                assert_eq!(data["object"], "chat.completion.chunk");
+                data
+            })
+            .collect()
+    }
+
+    #[test]
+    fn openai_chat_stream_of_tool_calls_round_trips() {
+        let encoded = encode(Api::OpenaiChat, &read_call(), true, "m1");
+        assert_eq!((encoded.status, encoded.content_type), (200, EVENT_STREAM));
+        let chunks = parse_chat_sse(&encoded.body);
+        assert_eq!(chunks[0]["choices"][0]["delta"], json!({"role": "assistant", "content": ""}));
+        // Put together as a client does: the first delta of an index has its id and name, the
+        // arguments are the concatenation of every delta's.
+        let mut calls: BTreeMap<u64, (String, String, String)> = BTreeMap::new();
+        for c in &chunks {
+            assert_eq!(c["model"], "m1");
+            for d in c["choices"][0]["delta"]["tool_calls"].as_array().into_iter().flatten() {
+                let entry = calls.entry(d["index"].as_u64().unwrap()).or_default();
+                if let Some(id) = d["id"].as_str() {
+                    assert!(entry.0.is_empty());
+                    entry.0 = id.to_owned();
+                    entry.1 = d["function"]["name"].as_str().unwrap().to_owned();
+                }
+                entry.2.push_str(d["function"]["arguments"].as_str().unwrap());
+            }
+        }
+        let calls: Vec<(String, String, Value)> =
+            calls.into_values().map(|(id, name, args)| (id, name, serde_json::from_str(&args).unwrap())).collect();
+        assert_eq!(calls[0], ("toolu_1".into(), "Read".into(), json!({"file_path": "/x/AGENTS.md", "n": [1, 2]})));
+        assert!(calls[1].0.starts_with("call_"));
+        assert_eq!((calls[1].1.as_str(), &calls[1].2), ("Glob", &json!({})));
+        let last = chunks.last().unwrap();
+        assert_eq!(last["choices"][0], json!({"index": 0, "delta": {}, "finish_reason": "tool_calls"}));
+        assert_eq!(last["usage"]["total_tokens"], 2);
+    }
+
+    #[test]
+    fn openai_chat_stream_of_text_round_trips() {
+        let encoded = encode(Api::OpenaiChat, &Reply::Text("done \u{2028} ok".into()), true, "m1");
+        assert!(!encoded.body.contains('\u{2028}'));
+        let chunks = parse_chat_sse(&encoded.body);
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(chunks[1]["choices"][0]["delta"], json!({"content": "done \u{2028} ok"}));
+        assert_eq!(chunks[2]["choices"][0]["finish_reason"], "stop");
+    }
+
+    #[test]
+    fn openai_chat_completion_without_stream() {
+        let v: Value = serde_json::from_str(&encode(Api::OpenaiChat, &read_call(), false, "m1").body).unwrap();
+        assert!(v["id"].as_str().unwrap().starts_with("chatcmpl-"));
+        assert_eq!((v["object"].clone(), v["model"].clone()), (json!("chat.completion"), json!("m1")));
+        let choice = &v["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls");
+        assert_eq!(choice["message"]["content"], Value::Null);
+        assert_eq!(
+            choice["message"]["tool_calls"][0],
+            json!({"id": "toolu_1", "type": "function", "function": {"name": "Read", "arguments": "{\"file_path\":\"/x/AGENTS.md\",\"n\":[1,2]}"}})
+        );
+        assert_eq!(choice["message"]["tool_calls"][1]["function"]["arguments"], "{}");
+        let text: Value =
+            serde_json::from_str(&encode(Api::OpenaiChat, &Reply::Text("hi".into()), false, "m").body).unwrap();
+        assert_eq!(
+            text["choices"][0],
+            json!({"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"})
+        );
+    }
+
+    /// Parses a Responses event stream into (event name, data) pairs, checking its framing and
+    /// its sequence numbers.
+    fn parse_responses_sse(body: &str) -> Vec<(String, Value)> {
+        let events = parse_anthropic_sse(body);
+        for (n, (_, data)) in events.iter().enumerate() {
+            assert_eq!(data["sequence_number"], n);
+        }
+        events
+    }
+
+    #[test]
+    fn openai_responses_stream_of_tool_calls_round_trips() {
+        let encoded = encode(Api::OpenaiResponses, &read_call(), true, "gpt");
+        assert_eq!((encoded.status, encoded.content_type), (200, EVENT_STREAM));
+        let events = parse_responses_sse(&encoded.body);
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        let per_call = [
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+        ];
+        let want: Vec<&str> = ["response.created", "response.in_progress"]
+            .into_iter()
+            .chain(per_call)
+            .chain(per_call)
+            .chain(["response.completed"])
+            .collect();
+        assert_eq!(names, want);
+        assert_eq!(events[0].1["response"]["status"], "in_progress");
+        assert_eq!(events[2].1["item"]["arguments"], "");
+        let done: Vec<&Value> =
+            events.iter().filter(|(n, _)| n == "response.output_item.done").map(|(_, d)| &d["item"]).collect();
+        assert_eq!(
+            (done[0]["type"].clone(), done[0]["call_id"].clone(), done[0]["name"].clone()),
+            (json!("function_call"), json!("toolu_1"), json!("Read"))
+        );
+        let args: Value = serde_json::from_str(done[0]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(args, json!({"file_path": "/x/AGENTS.md", "n": [1, 2]}));
+        assert!(done[1]["call_id"].as_str().unwrap().starts_with("call_"));
+        assert_eq!(events[3].1["item_id"], done[0]["id"]);
+        let completed = &events.last().unwrap().1["response"];
+        assert_eq!((completed["status"].clone(), completed["model"].clone()), (json!("completed"), json!("gpt")));
+        assert_eq!(completed["output"].as_array().unwrap().len(), 2);
+        assert_eq!(completed["id"], events[0].1["response"]["id"]);
+        assert!(completed["id"].as_str().unwrap().starts_with("resp_"));
+    }
+
+    #[test]
+    fn openai_responses_stream_of_text_round_trips() {
+        let encoded = encode(Api::OpenaiResponses, &Reply::Text("Done.".into()), true, "gpt");
+        let events = parse_responses_sse(&encoded.body);
+        let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.completed"
+            ]
+        );
+        assert_eq!(events[2].1["item"]["content"], json!([]));
+        assert_eq!(events[4].1["delta"], "Done.");
+        let item = &events[7].1["item"];
+        assert_eq!((item["type"].clone(), item["role"].clone()), (json!("message"), json!("assistant")));
+        assert_eq!(item["content"], json!([{"type": "output_text", "text": "Done.", "annotations": []}]));
+    }
+
+    #[test]
+    fn openai_responses_without_stream() {
+        let v: Value = serde_json::from_str(&encode(Api::OpenaiResponses, &read_call(), false, "gpt").body).unwrap();
+        assert_eq!((v["object"].clone(), v["status"].clone()), (json!("response"), json!("completed")));
+        assert_eq!(v["output"][0]["arguments"], "{\"file_path\":\"/x/AGENTS.md\",\"n\":[1,2]}");
+        assert_eq!(v["usage"]["total_tokens"], 2);
+    }
+
+    #[rstest]
+    #[case::chat(Api::OpenaiChat, 404, "invalid_request_error")]
+    #[case::responses(Api::OpenaiResponses, 500, "server_error")]
+    fn openai_errors(#[case] api: Api, #[case] status: u16, #[case] kind: &str) {
+        let got = error(api, status, "no");
+        assert_eq!(got.status, status);
+        let body: Value = serde_json::from_str(&got.body).unwrap();
+        assert_eq!(body, json!({"error": {"message": "no", "type": kind, "param": null, "code": null}}));
+        let unknown = auxiliary(api, "GET", "/v1/models", &Value::Null);
+        assert_eq!(unknown.status, 404);
+    }
+
     #[rstest]
     #[case::system(Place::System, "system")]
     #[case::first_user(Place::FirstUser, "first user message")]
@@ -952,6 +1681,8 @@ mod tests {
     #[test]
     fn api_names_are_kebab_case() {
         assert_eq!(serde_json::to_value(Api::AnthropicMessages).unwrap(), "anthropic-messages");
+        assert_eq!(serde_json::to_value(Api::OpenaiChat).unwrap(), "openai-chat");
+        assert_eq!(serde_json::from_value::<Api>(json!("openai-responses")).unwrap(), Api::OpenaiResponses);
         assert_eq!(serde_json::from_value::<Api>(json!("gemini")).unwrap(), Api::Gemini);
     }
 
