@@ -201,33 +201,46 @@ impl Bench {
         self.rows.iter().find(|r| r.target == target && r.modules == modules)
     }
 
+    /// One row's cells, raw: the target, the tree size, then each median over the target's empty
+    /// tree and over the baseline's time on the same tree, and the note.
+    fn cells(&self, row: &Row) -> [String; 9] {
+        use crate::report::escape::{cut, FIELD_MAX, REASON_MAX};
+        let empty = self.row(&row.target, 0);
+        let base = self.row(&self.baseline, row.modules);
+        [
+            cut(&row.target, FIELD_MAX).into_owned(),
+            row.modules.to_string(),
+            ms(row.first_us()),
+            ratio(row.first_us(), empty.and_then(Row::first_us)),
+            ratio(row.first_us(), base.and_then(Row::first_us)),
+            ms(row.next_us()),
+            ratio(row.next_us(), empty.and_then(Row::next_us)),
+            ratio(row.next_us(), base.and_then(Row::next_us)),
+            cut(row.error.as_deref().unwrap_or(""), REASON_MAX).into_owned(),
+        ]
+    }
+
     /// The table, in Markdown: per target and tree, both medians, each over the same target's
-    /// empty tree and over the baseline's time on the same tree.
+    /// empty tree and over the baseline's time on the same tree. A name's `|`, newlines and
+    /// control characters are escaped so that each row stays one row.
     pub fn table(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "| target | modules | first request ms | × empty | × {b} | next request ms | × empty | × {b} | note |",
-            b = self.baseline
+        let md = |s: &str| {
+            s.chars()
+                .flat_map(|c| match c {
+                    '|' => vec!['\\', '|'],
+                    c if c.is_control() => vec![' '],
+                    c => vec![c],
+                })
+                .collect::<String>()
+        };
+        let b = md(&crate::report::escape::cut(&self.baseline, crate::report::escape::FIELD_MAX));
+        let mut out = format!(
+            "| target | modules | first request ms | × empty | × {b} | next request ms | × empty | × {b} | note |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|---|\n"
         );
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---|");
         for row in &self.rows {
-            let empty = self.row(&row.target, 0);
-            let base = self.row(&self.baseline, row.modules);
-            let note = row.error.as_deref().map(|e| crate::report::escape::cut(e, 200)).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                row.target,
-                row.modules,
-                ms(row.first_us()),
-                ratio(row.first_us(), empty.and_then(Row::first_us)),
-                ratio(row.first_us(), base.and_then(Row::first_us)),
-                ms(row.next_us()),
-                ratio(row.next_us(), empty.and_then(Row::next_us)),
-                ratio(row.next_us(), base.and_then(Row::next_us)),
-                note.replace('|', "\\|").replace('\n', " "),
-            );
+            let cells: Vec<String> = self.cells(row).iter().map(|c| md(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
         }
         out
     }
@@ -235,7 +248,7 @@ impl Bench {
     /// The table and the plot as a section of an HTML page (the matrix's index), every name
     /// from the command line escaped.
     pub fn html(&self) -> String {
-        use crate::report::escape::{cut, html, FIELD_MAX, REASON_MAX};
+        use crate::report::escape::{cut, html, FIELD_MAX};
         let mut out = String::from("<h2 id=\"bench\">Time to first request on large trees</h2>\n");
         let _ = writeln!(
             out,
@@ -250,21 +263,8 @@ impl Bench {
              <th>next request ms</th><th>× empty</th><th>× baseline</th><th>note</th></tr>\n",
         );
         for row in &self.rows {
-            let empty = self.row(&row.target, 0);
-            let base = self.row(&self.baseline, row.modules);
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                html(&cut(&row.target, FIELD_MAX)),
-                row.modules,
-                ms(row.first_us()),
-                ratio(row.first_us(), empty.and_then(Row::first_us)),
-                ratio(row.first_us(), base.and_then(Row::first_us)),
-                ms(row.next_us()),
-                ratio(row.next_us(), empty.and_then(Row::next_us)),
-                ratio(row.next_us(), base.and_then(Row::next_us)),
-                html(&cut(row.error.as_deref().unwrap_or(""), REASON_MAX)),
-            );
+            let cells: Vec<String> = self.cells(row).iter().map(|c| format!("<td>{}</td>", html(c))).collect();
+            let _ = writeln!(out, "<tr>{}</tr>", cells.concat());
         }
         out.push_str("</table>\n");
         out.push_str(&self.svg());
@@ -360,6 +360,8 @@ mod tests {
         // The agent at 1000: 800 ms, 2.00 × its empty tree, 20.00 × the reference's 40 ms.
         assert!(table.contains("| agent | 1000 | 800.0 | 2.00 | 20.00 | 150.0 | 1.50 | 15.00 |"), "{table}");
         assert!(table.contains("TIMEOUT: slow"), "{table}");
+        let hostile = Bench { rows: vec![Row { target: "a|b\nc".into(), ..row("x", 0, 1, 1) }], ..bench.clone() };
+        assert!(hostile.table().contains("| a\\|b c | 0 |"), "{}", hostile.table());
         let page = Bench { targets: vec!["<b>".into(), "reference-adapter".into()], ..bench.clone() }.html();
         assert!(page.contains("<td>800.0</td><td>2.00</td><td>20.00</td>"), "{page}");
         assert!(!page.contains("<b>") && page.contains("TIMEOUT: slow"), "{page}");
