@@ -359,6 +359,15 @@ fn fake_id(prefix: &str, seed: &str) -> String {
     format!("{prefix}{hash:016x}")
 }
 
+/// The id of the `index`-th call of a reply: the script's, or a stable made-up one with `prefix`.
+fn call_id(prefix: &str, call: &Call, index: usize) -> String {
+    if call.id.is_empty() {
+        fake_id(prefix, &format!("{index}:{}", call.name))
+    } else {
+        call.id.clone()
+    }
+}
+
 /// The arguments of a call as the JSON object the APIs require.
 fn args_object(call: &Call) -> Value {
     if call.args.is_null() {
@@ -377,7 +386,7 @@ fn sse_json(v: &Value) -> String {
 
 /// Anthropic's Messages API.
 mod anthropic {
-    use super::{args_object, array, fake_id, kind, role, sse_json, str_at, Call, Place, Reply, Segment};
+    use super::{args_object, array, call_id, fake_id, kind, role, sse_json, str_at, Place, Reply, Segment};
     use serde_json::{json, Value};
 
     pub(super) fn segments(body: &Value) -> Vec<Segment> {
@@ -456,17 +465,9 @@ mod anthropic {
                 .iter()
                 .enumerate()
                 .map(|(i, call)| {
-                    json!({ "type": "tool_use", "id": tool_id(call, i), "name": call.name, "input": args_object(call) })
+                    json!({ "type": "tool_use", "id": call_id("toolu_", call, i), "name": call.name, "input": args_object(call) })
                 })
                 .collect(),
-        }
-    }
-
-    fn tool_id(call: &Call, index: usize) -> String {
-        if call.id.is_empty() {
-            fake_id("toolu_", &format!("{index}:{}", call.name))
-        } else {
-            call.id.clone()
         }
     }
 
@@ -716,7 +717,9 @@ const CREATED: u64 = 1_700_000_000;
 
 /// OpenAI's chat completions.
 mod chat {
-    use super::{args_text, array, fake_id, role, sse_json, str_at, Call, Numbering, Place, Reply, Segment, CREATED};
+    use super::{
+        args_text, array, call_id, fake_id, role, sse_json, str_at, Numbering, Place, Reply, Segment, CREATED,
+    };
     use serde_json::{json, Value};
 
     pub(super) fn segments(body: &Value) -> Vec<Segment> {
@@ -745,14 +748,6 @@ mod chat {
         out
     }
 
-    fn call_id(call: &Call, index: usize) -> String {
-        if call.id.is_empty() {
-            fake_id("call_", &format!("{index}:{}", call.name))
-        } else {
-            call.id.clone()
-        }
-    }
-
     fn finish_reason(reply: &Reply) -> &'static str {
         match reply {
             Reply::Tools(calls) if !calls.is_empty() => "tool_calls",
@@ -778,7 +773,7 @@ mod chat {
                     .enumerate()
                     .map(|(i, call)| {
                         json!({
-                            "id": call_id(call, i),
+                            "id": call_id("call_", call, i),
                             "type": "function",
                             "function": { "name": call.name, "arguments": args_text(call) },
                         })
@@ -819,7 +814,7 @@ mod chat {
                 for (i, call) in calls.iter().enumerate() {
                     let start = json!({ "tool_calls": [{
                         "index": i,
-                        "id": call_id(call, i),
+                        "id": call_id("call_", call, i),
                         "type": "function",
                         "function": { "name": call.name, "arguments": "" },
                     }] });
@@ -925,12 +920,12 @@ mod responses {
 
     fn function_call(call: &Call, index: usize) -> Value {
         let seed = format!("{index}:{}", call.name);
-        let call_id = if call.id.is_empty() { fake_id("call_", &seed) } else { call.id.clone() };
+        let id = super::call_id("call_", call, index);
         json!({
             "type": "function_call",
             "id": fake_id("fc_", &seed),
             "status": "completed",
-            "call_id": call_id,
+            "call_id": id,
             "name": call.name,
             "arguments": args_text(call),
         })
