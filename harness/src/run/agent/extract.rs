@@ -12,7 +12,9 @@
 //! links; a file reached through a link is read only where the link resolves inside the sandbox,
 //! so a case's hostile links never make the harness read elsewhere.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use aho_corasick::AhoCorasick;
 use std::path::{Component, Path, PathBuf};
 
 use super::api::{Place, Segment};
@@ -191,6 +193,10 @@ fn body(text: &str) -> String {
 /// same file through a link, it counts; named as another file, it does not; named as nothing, it
 /// counts only when the text is long enough not to occur by chance ([`MIN_UNNAMED`]), so that
 /// `# C` is not found in a system prompt and two files with one content are told apart.
+///
+/// The texts are searched once for every candidate together (a tree has thousands of rule
+/// modules, a request megabytes of text): each candidate's content begins with a short key, and
+/// only where a key occurs is the whole content compared.
 pub fn find(
     candidates: &[Candidate],
     segments: &[Segment],
@@ -198,9 +204,11 @@ pub fn find(
     project: &Path,
 ) -> Vec<Found> {
     let names = Names::new(candidates, project);
+    let hits = Hits::new(candidates, segments);
     let mut out = Vec::new();
-    for c in candidates {
-        if let Some(f) = find_one(c, segments, reads.get(&c.rel).copied().unwrap_or(0), &names) {
+    for (k, c) in candidates.iter().enumerate() {
+        let reads = reads.get(&c.rel).copied().unwrap_or(0);
+        if let Some(f) = find_one(c, segments, hits.of(k), reads, &names) {
             out.push(f);
         }
     }
@@ -214,11 +222,92 @@ pub const MIN_UNNAMED: usize = 40;
 /// How far before a file's text its path is looked for.
 const NAMED_WITHIN: usize = 512;
 
+/// Where each candidate's key (the start of its trimmed content, at most [`MIN_PREFIX`] bytes)
+/// occurs in the texts outside the model's own turns: every content, trimmed or not, and every
+/// prefix long enough to report as a cut holds its key at a known offset, so these are the only
+/// places any of them can occur.
+struct Hits {
+    /// For each candidate, the index of its key in `at` (none for a blank file).
+    key: Vec<Option<usize>>,
+    /// For each key, its occurrences (text index, offset), in order, overlapping ones included.
+    at: Vec<Vec<(usize, usize)>>,
+}
+
+impl Hits {
+    fn new(candidates: &[Candidate], segments: &[Segment]) -> Hits {
+        let mut keys: Vec<&str> = Vec::new();
+        let mut index = HashMap::new();
+        let key = candidates
+            .iter()
+            .map(|c| {
+                let key = floor(js_trim(&c.sent), MIN_PREFIX);
+                (!key.is_empty()).then(|| {
+                    *index.entry(key).or_insert_with(|| {
+                        keys.push(key);
+                        keys.len() - 1
+                    })
+                })
+            })
+            .collect();
+        let mut at = vec![Vec::new(); keys.len()];
+        if let Ok(ac) = AhoCorasick::new(&keys) {
+            for (i, s) in segments.iter().enumerate().filter(|(_, s)| s.place != Place::Assistant) {
+                for m in ac.find_overlapping_iter(&s.text) {
+                    if let Some(list) = at.get_mut(m.pattern().as_usize()) {
+                        list.push((i, m.start()));
+                    }
+                }
+            }
+        }
+        Hits { key, at }
+    }
+
+    fn of(&self, candidate: usize) -> &[(usize, usize)] {
+        self.key.get(candidate).copied().flatten().and_then(|k| self.at.get(k)).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The longest prefix of `s` of at most `max` bytes that ends at a character boundary.
+fn floor(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or("")
+}
+
+/// The occurrences of `content`, which holds the key of `hits` at byte `pre`, as
+/// [`str::match_indices`] finds them in each text: left to right, none overlapping the one before.
+fn occurrences_at(
+    segments: &[Segment],
+    hits: &[(usize, usize)],
+    content: &str,
+    pre: usize,
+) -> Vec<(usize, usize, Place)> {
+    let mut out: Vec<(usize, usize, Place)> = Vec::new();
+    let mut free = (usize::MAX, 0usize);
+    for &(i, hit) in hits {
+        let Some(off) = hit.checked_sub(pre) else { continue };
+        let Some(s) = segments.get(i) else { continue };
+        if i == free.0 && off < free.1 {
+            continue;
+        }
+        if s.text.get(off..).is_some_and(|t| t.starts_with(content)) {
+            out.push((i, off, s.place));
+            free = (i, off + content.len().max(1));
+        }
+    }
+    out
+}
+
 /// The paths a request may name files by.
 struct Names<'a> {
     project: &'a Path,
-    /// Each candidate's project path, and its absolute path.
-    paths: Vec<(&'a str, String)>,
+    /// The candidates, by their project path.
+    by_rel: HashMap<&'a str, &'a Candidate>,
+    /// The project paths a path can hold whole (every character one that may stand in a path),
+    /// looked up by token; the others are searched for one by one.
+    odd: Vec<&'a str>,
     /// The sandbox's absolute prefix (`/tmp/x/`).
     sandbox: Option<String>,
 }
@@ -230,10 +319,10 @@ fn path_char(c: char) -> bool {
 
 impl<'a> Names<'a> {
     fn new(candidates: &'a [Candidate], project: &'a Path) -> Names<'a> {
-        let paths =
-            candidates.iter().map(|c| (c.rel.as_str(), project.join(&c.rel).to_string_lossy().into_owned())).collect();
+        let by_rel = candidates.iter().map(|c| (c.rel.as_str(), c)).collect();
+        let odd = candidates.iter().map(|c| c.rel.as_str()).filter(|r| !r.chars().all(path_char)).collect();
         let sandbox = project.parent().map(|p| format!("{}/", p.to_string_lossy()));
-        Names { project, paths, sandbox }
+        Names { project, by_rel, odd, sandbox }
     }
 
     /// The project path named last before `off` in `text` (within [`NAMED_WITHIN`] bytes).
@@ -244,9 +333,9 @@ impl<'a> Names<'a> {
         }
         let window = text.get(from..off)?;
         let mut best: Option<(usize, String)> = None;
-        let mut consider = |end: usize, rel: String| {
+        let mut consider = |end: usize, rel: &str| {
             if best.as_ref().is_none_or(|(e, _)| end > *e) {
-                best = Some((end, rel));
+                best = Some((end, rel.to_string()));
             }
         };
         // An absolute path in the sandbox, whatever it names (a linked folder's path too).
@@ -254,12 +343,30 @@ impl<'a> Names<'a> {
             for (start, _) in window.match_indices(prefix.as_str()) {
                 let token: String = window.get(start..).unwrap_or("").chars().take_while(|c| path_char(*c)).collect();
                 if let Some(rel) = relative(self.project, Path::new(&token)) {
-                    consider(start + token.len(), rel);
+                    consider(start + token.len(), &rel);
                 }
             }
         }
-        // A candidate's project path, standing alone (not the end of a longer path).
-        for (rel, _) in &self.paths {
+        // A candidate's project path, standing alone: it starts a run of path characters and
+        // ends it or ends before a `.` (`src/AGENTS.md.` at the end of a sentence).
+        let mut start = None;
+        for (i, ch) in window.char_indices().chain(std::iter::once((window.len(), ' '))) {
+            match (path_char(ch), start) {
+                (true, None) => start = Some(i),
+                (false, Some(s)) => {
+                    let token = window.get(s..i).unwrap_or("");
+                    let ends = token.match_indices('.').map(|(d, _)| d).chain(std::iter::once(token.len()));
+                    for end in ends {
+                        if let Some(c) = token.get(..end).and_then(|rel| self.by_rel.get(rel)) {
+                            consider(s + end, &c.rel);
+                        }
+                    }
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        for rel in &self.odd {
             for (start, _) in window.match_indices(rel) {
                 let alone_before =
                     window.get(..start).and_then(|b| b.chars().next_back()).is_none_or(|c| !path_char(c));
@@ -268,25 +375,35 @@ impl<'a> Names<'a> {
                     .and_then(|a| a.chars().next())
                     .is_none_or(|c| !path_char(c) || c == '.');
                 if alone_before && alone_after {
-                    consider(start + rel.len(), (*rel).to_string());
+                    consider(start + rel.len(), rel);
                 }
             }
         }
         best.map(|(_, rel)| rel)
     }
 
-    /// Whether an occurrence named `named` (or nothing) is `c`'s, and by which path.
-    fn owns(&self, c: &Candidate, named: Option<String>, content: &str) -> Option<Option<String>> {
+    /// Whether an occurrence named `named` (or nothing) of `content`, which `rest` begins with, is
+    /// `c`'s, and by which path.
+    fn owns(&self, c: &Candidate, named: Option<String>, content: &str, rest: &str) -> Option<Option<String>> {
         match named {
             None => (content.trim().len() >= MIN_UNNAMED).then_some(None),
             Some(p) if p == c.rel => Some(None),
-            Some(p) if self.paths.iter().any(|(rel, _)| *rel == p) => None,
-            // Another path of the same file: through a linked folder, or a link's target (Claude
-            // Code names a linked rule by where it points).
-            Some(p) => {
-                let real = |rel: &str| std::fs::canonicalize(self.project.join(rel)).ok();
-                (real(&p).is_some() && real(&p) == real(&c.rel)).then_some(Some(p))
-            }
+            Some(p) => match self.by_rel.get(p.as_str()) {
+                // A root file's text under another root file's name, where that file's own text
+                // is not what follows: a CLI's fixed header for whichever root file it took
+                // (Codex heads AGENTS.override.md's text `# AGENTS.md instructions for <cwd>`).
+                Some(other) if other.kind == Kind::Root && c.kind == Kind::Root => {
+                    let theirs = js_trim(&other.sent);
+                    (!theirs.is_empty() && !rest.starts_with(theirs)).then_some(None)
+                }
+                Some(_) => None,
+                // Another path of the same file: through a linked folder, or a link's target
+                // (Claude Code names a linked rule by where it points).
+                None => {
+                    let real = |rel: &str| std::fs::canonicalize(self.project.join(rel)).ok();
+                    (real(&p).is_some() && real(&p) == real(&c.rel)).then_some(Some(p))
+                }
+            },
         }
     }
 }
@@ -296,8 +413,7 @@ impl<'a> Names<'a> {
 /// folder link, outside the sandbox): (what the CLI names it by, or where it sits; the line it
 /// is on; the text index and the offset of that line), in the order they appear.
 pub fn leaks(canaries: &[String], segments: &[Segment], project: &Path) -> Vec<(String, String, (usize, usize))> {
-    let names =
-        Names { project, paths: Vec::new(), sandbox: project.parent().map(|p| format!("{}/", p.to_string_lossy())) };
+    let names = Names::new(&[], project);
     let mut out = Vec::new();
     // One leak per line: two canaries on one line (or one canary that is a prefix of another,
     // `CANARY-1` in `CANARY-1B`) are one text that reached the model, not two.
@@ -345,12 +461,18 @@ fn numbered(text: &str, off: usize) -> bool {
 /// is for telling the reader that the model saw it. A candidate is shown when the first line of
 /// its sent content follows a line number and its path occurs in the same text.
 pub fn views<'c>(candidates: &'c [Candidate], segments: &[Segment]) -> Vec<&'c str> {
+    // Only a text with a numbered line can show a view (most texts have none).
+    let viewing: Vec<&Segment> = segments
+        .iter()
+        .filter(|s| s.place != Place::ToolResult)
+        .filter(|s| s.text.match_indices(['\t', '→']).any(|(off, mark)| numbered(&s.text, off + mark.len())))
+        .collect();
     let shown = |c: &Candidate| {
         let Some(line) = js_trim(&c.sent).lines().next().map(str::trim_end) else { return false };
         !line.is_empty()
-            && segments
+            && viewing
                 .iter()
-                .filter(|s| s.place != Place::ToolResult && s.text.contains(c.rel.as_str()))
+                .filter(|s| s.text.contains(c.rel.as_str()))
                 .any(|s| s.text.match_indices(line).any(|(off, _)| numbered(&s.text, off)))
     };
     candidates.iter().filter(|c| shown(c)).map(|c| c.rel.as_str()).collect()
@@ -361,14 +483,23 @@ fn js_trim(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
-fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>) -> Option<Found> {
-    // The occurrences of `content` that are `c`'s, each with the path it is named by.
-    let owned = |content: &str| -> Vec<(usize, usize, Place, Option<String>)> {
-        let mut all: Vec<(usize, usize, Place, Option<String>)> = occurrences(segments, content)
+fn find_one(
+    c: &Candidate,
+    segments: &[Segment],
+    hits: &[(usize, usize)],
+    reads: usize,
+    names: &Names<'_>,
+) -> Option<Found> {
+    let text = |i: usize| segments.get(i).map_or("", |s| s.text.as_str());
+    // The occurrences of `content` (which holds the key at byte `pre`) that are `c`'s, each with
+    // the path it is named by.
+    let owned = |content: &str, pre: usize| -> Vec<(usize, usize, Place, Option<String>)> {
+        let mut all: Vec<(usize, usize, Place, Option<String>)> = occurrences_at(segments, hits, content, pre)
             .into_iter()
             .filter_map(|(i, off, place)| {
-                let named = segments.get(i).and_then(|s| names.before(&s.text, off));
-                names.owns(c, named, content).map(|alias| (i, off, place, alias))
+                let named = names.before(text(i), off);
+                let rest = text(i).get(off..).unwrap_or("");
+                names.owns(c, named, content, rest).map(|alias| (i, off, place, alias))
             })
             .collect();
         // The earliest tool-result occurrences that no path heads are the reads' own output (a
@@ -379,10 +510,7 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>
         let mut skip = reads;
         let marks: Vec<(bool, bool)> = all
             .iter()
-            .map(|(i, off, _, _)| {
-                let text = segments.get(*i).map_or("", |s| s.text.as_str());
-                (names.before(text, *off).is_some(), numbered(text, *off))
-            })
+            .map(|(i, off, _, _)| (names.before(text(*i), *off).is_some(), numbered(text(*i), *off)))
             .collect();
         let mut index = 0;
         all.retain(|(_, _, place, _)| {
@@ -422,41 +550,45 @@ fn find_one(c: &Candidate, segments: &[Segment], reads: usize, names: &Names<'_>
         let all: Vec<(usize, usize, Place, Option<String>)> = occurrences(segments, &abs)
             .into_iter()
             .filter(|(i, off, _)| {
-                let after = segments.get(*i).and_then(|s| s.text.get(off + abs.len()..)).unwrap_or("");
+                let after = text(*i).get(off + abs.len()..).unwrap_or("");
                 after.starts_with(':') || after.starts_with(" (")
             })
             .map(|(i, off, place)| (i, off, place, None))
             .collect();
         return found(&c.sent, false, all);
     }
+    if hits.is_empty() {
+        return None;
+    }
     for variant in [c.sent.as_str(), c.sent.trim(), trimmed] {
-        let all = owned(variant);
+        let pre = variant.len() - js_trim_start(variant).len();
+        let all = owned(variant, pre);
         if !all.is_empty() {
             return found(variant, false, all);
         }
     }
-    // The longest prefix that appears: appearing is monotone in the prefix's length, so a binary
-    // search over character boundaries finds it.
-    let appears_at_all = |t: &str| segments.iter().any(|s| s.place != Place::Assistant && s.text.contains(t));
-    let bounds: Vec<usize> = trimmed.char_indices().map(|(i, _)| i).skip(1).collect();
-    let (mut lo, mut hi) = (0usize, bounds.len());
-    let appears = |n: usize| bounds.get(n).and_then(|&b| trimmed.get(..b)).is_some_and(appears_at_all);
-    if !appears(0) {
-        return None;
-    }
-    while lo + 1 < hi {
-        let mid = (lo + hi) / 2;
-        if appears(mid) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let prefix = bounds.get(lo).and_then(|&b| trimmed.get(..b))?;
+    // The longest prefix that appears anywhere: the longest common prefix of the content and the
+    // text at any of its key's occurrences, shortened to a character boundary. A prefix is
+    // shorter than the whole content (which was looked for above).
+    let longest = hits
+        .iter()
+        .map(|&(i, off)| {
+            let at = text(i).as_bytes().get(off..).unwrap_or(&[]);
+            at.iter().zip(trimmed.as_bytes()).take_while(|(a, b)| a == b).count()
+        })
+        .max()
+        .unwrap_or(0);
+    let end = trimmed.char_indices().map(|(i, _)| i).skip(1).take_while(|&i| i <= longest).last()?;
+    let prefix = trimmed.get(..end)?;
     if prefix.len() < MIN_PREFIX {
         return None;
     }
-    found(prefix, true, owned(prefix))
+    found(prefix, true, owned(prefix, 0))
+}
+
+/// [`js_trim`] at the start only.
+fn js_trim_start(s: &str) -> &str {
+    s.trim_start_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
 #[cfg(test)]
@@ -640,6 +772,128 @@ mod tests {
             lines,
             [("CANARY-7B here", (0, 21)), ("first CANARY-7 there", (1, 0)), ("and CANARY-7B CANARY-7 again", (1, 21))]
         );
+    }
+
+    /// Random texts over a small alphabet (so contents recur, overlap and cut), with non-ASCII
+    /// letters, whitespace, a BOM and path characters.
+    fn random_text(rng: &mut crate::util::generate::Rng, least: usize, spread: usize) -> String {
+        const ALPHABET: &[&str] = &["a", "b", "ab", "é", " ", "\n", "\u{feff}", "/", ".", "x.md", "€"];
+        let len = least + rng.below(spread);
+        (0..len).map(|_| ALPHABET[rng.below(ALPHABET.len())]).collect()
+    }
+
+    #[test]
+    fn the_one_pass_search_finds_what_searching_each_content_alone_finds() {
+        let mut rng = crate::util::generate::Rng::new(24);
+        let mut cuts = 0;
+        for round in 0..300 {
+            let texts: Vec<String> = (0..3).map(|_| random_text(&mut rng, 40, 200)).collect();
+            let segs: Vec<Segment> = texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| seg(if i == 1 { Place::Assistant } else { Place::User }, t))
+                .collect();
+            // Contents taken from the texts (so they occur), and random ones (so they may not).
+            let contents: Vec<String> = (0..6)
+                .map(|_| {
+                    let t = &texts[rng.below(texts.len())];
+                    let from = floor(t, rng.below(t.len()));
+                    let piece = floor(t.get(from.len()..).unwrap_or(""), 1 + rng.below(120));
+                    match rng.below(3) {
+                        0 => random_text(&mut rng, 1, 30),
+                        // A text that occurs, then goes on otherwise: found cut, where long enough.
+                        1 => format!("{piece}{}", random_text(&mut rng, 1, 10)),
+                        _ => piece.to_string(),
+                    }
+                })
+                .collect();
+            let c: Vec<Candidate> = contents.iter().enumerate().map(|(k, t)| cand(&format!("d{k}.md"), t)).collect();
+            let hits = Hits::new(&c, &segs);
+            for (k, c) in c.iter().enumerate() {
+                let trimmed = js_trim(&c.sent);
+                if trimmed.is_empty() {
+                    continue;
+                }
+                for variant in [c.sent.as_str(), c.sent.trim(), trimmed] {
+                    let pre = variant.len() - js_trim_start(variant).len();
+                    let naive: Vec<(usize, usize, Place)> =
+                        occurrences(&segs, variant).into_iter().filter(|o| o.2 != Place::Assistant).collect();
+                    assert_eq!(occurrences_at(&segs, hits.of(k), variant, pre), naive, "round {round}: {variant:?}");
+                }
+                // The longest prefix that appears, as a binary search over boundaries finds it.
+                let bounds: Vec<usize> = trimmed.char_indices().map(|(i, _)| i).skip(1).collect();
+                let appears = |b: usize| {
+                    segs.iter().any(|s| s.place != Place::Assistant && s.text.contains(trimmed.get(..b).unwrap_or("")))
+                };
+                let naive =
+                    bounds.iter().copied().filter(|&b| appears(b) && b >= floor(trimmed, MIN_PREFIX).len()).max();
+                let longest = hits
+                    .of(k)
+                    .iter()
+                    .map(|&(i, off)| {
+                        let at = segs[i].text.as_bytes().get(off..).unwrap_or(&[]);
+                        at.iter().zip(trimmed.as_bytes()).take_while(|(a, b)| a == b).count()
+                    })
+                    .max();
+                let fast = longest.and_then(|l| bounds.iter().copied().take_while(|&b| b <= l).last());
+                let fast = fast.filter(|&b| b >= floor(trimmed, MIN_PREFIX).len());
+                assert_eq!(fast, naive, "round {round}: {trimmed:?}");
+                cuts += usize::from(fast.is_some());
+            }
+        }
+        // The rounds reach cuts, not only whole contents and misses.
+        assert!(cuts > 100, "{cuts} cuts");
+    }
+
+    #[test]
+    fn a_path_is_named_by_token_as_by_searching_for_each_path() {
+        let rels = ["a.md", "x.md", "b/x.md", "a b.md", "é/a.md", "../o/x.md"];
+        let c: Vec<Candidate> = rels.iter().map(|r| cand(r, "text")).collect();
+        let names = Names::new(&c, Path::new(P));
+        let naive = |window: &str| {
+            let mut best: Option<(usize, &str)> = None;
+            for rel in rels {
+                for (start, _) in window.match_indices(rel) {
+                    let before = window.get(..start).and_then(|b| b.chars().next_back()).is_none_or(|c| !path_char(c));
+                    let after = window
+                        .get(start + rel.len()..)
+                        .and_then(|a| a.chars().next())
+                        .is_none_or(|c| !path_char(c) || c == '.');
+                    if before && after && best.is_none_or(|(e, _)| start + rel.len() > e) {
+                        best = Some((start + rel.len(), rel));
+                    }
+                }
+            }
+            best.map(|(_, r)| r.to_string())
+        };
+        let mut rng = crate::util::generate::Rng::new(7);
+        const PIECES: &[&str] = &["a.md", "x.md", "b/", " ", "a b.md", "é/", "../o/", ".", ":", "z", "\n"];
+        for _ in 0..2000 {
+            let window: String = (0..rng.below(12)).map(|_| PIECES[rng.below(PIECES.len())]).collect();
+            assert_eq!(names.before(&window, window.len()), naive(&window), "{window:?}");
+        }
+    }
+
+    #[test]
+    fn a_root_files_text_under_the_other_root_names_fixed_header_is_its_own() {
+        // Codex heads whichever root file it took `# AGENTS.md instructions for <cwd>`.
+        let c = [
+            Candidate { rel: "AGENTS.md".into(), kind: Kind::Root, sent: "# Plain root\n".into() },
+            Candidate { rel: "AGENTS.override.md".into(), kind: Kind::Root, sent: "# Override root\n".into() },
+        ];
+        let header = "# AGENTS.md instructions for /p/project\n\n<INSTRUCTIONS>\n";
+        let segs = [seg(Place::User, &format!("{header}# Override root\n</INSTRUCTIONS>"))];
+        let f = find(&c, &segs, &none(), Path::new(P));
+        assert_eq!(f.iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(), ["AGENTS.override.md"]);
+        // The named file's own text under its name stays its own, and a nested file gains nothing.
+        let segs = [seg(Place::User, &format!("{header}# Plain root\n</INSTRUCTIONS>"))];
+        assert_eq!(
+            find(&c, &segs, &none(), Path::new(P)).iter().map(|f| f.rel.as_str()).collect::<Vec<_>>(),
+            ["AGENTS.md"]
+        );
+        let nested = [c[0].clone(), cand("src/AGENTS.md", "# Override root\n")];
+        let segs = [seg(Place::User, &format!("{header}# Override root\n"))];
+        assert!(find(&nested, &segs, &none(), Path::new(P)).is_empty());
     }
 
     #[rstest::rstest]
