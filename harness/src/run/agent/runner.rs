@@ -45,14 +45,14 @@ const OUTPUT_TAIL: usize = 16 << 10;
 /// What the scripted model says when the case is over, and to a request that offers no tools.
 const DONE: &str = "Done.";
 
-/// A main request waiting for the scripted model's reply.
-/// A canary line no found file accounts for: what the CLI names it by (or where it sits), the
-/// line, and where the line is (text index, offset).
 /// How long a CLI may take over one model request before the result says so.
 const SLOW: Duration = Duration::from_secs(5);
 
+/// A canary line no found file accounts for: what the CLI names it by (or where it sits), the
+/// line, and where the line is (text index, offset).
 type Leak = (String, String, (usize, usize));
 
+/// A main request waiting for the scripted model's reply.
 struct Main {
     body: Value,
     reply: mpsc::Sender<Reply>,
