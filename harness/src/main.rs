@@ -1029,9 +1029,14 @@ fn main() -> ExitCode {
             }
             let mut m = Manifest::from_results(&hello, &results);
             // A rewrite keeps what people wrote: the reason and link of every entry whose status
-            // still holds, and every SKIP.
+            // still holds, every SKIP, and every flaky entry whose case passed this time.
             if write.exists() {
-                m.keep_notes_from(&Manifest::read(&write)?);
+                let passed = results
+                    .iter()
+                    .filter(|r| matches!(r.status, Status::Pass | Status::Xpass))
+                    .map(|r| r.id.clone())
+                    .collect();
+                m.keep_notes_from(&Manifest::read(&write)?, &passed);
             }
             std::fs::write(&write, m.to_yaml()).map_err(|e| format!("{}: {e}", write.display()))?;
             eprintln!("wrote {} entries to {}", m.entries.len(), write.display());

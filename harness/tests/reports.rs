@@ -156,7 +156,8 @@ fn manifest_marks_a_pass_against_an_entry_as_an_unexpected_xpass() {
     let first = results.first_mut().unwrap();
     assert_eq!(first.status, Status::Pass);
     let mut m = Manifest::default();
-    m.entries.insert(first.id.clone(), Entry { status: Status::Fail, reason: "known".into(), link: None });
+    m.entries
+        .insert(first.id.clone(), Entry { status: Status::Fail, reason: "known".into(), link: None, flaky: false });
     assert!(!m.apply(first));
     assert_eq!(first.status, Status::Xpass);
 }
@@ -167,7 +168,8 @@ fn manifest_marks_an_expected_failure_as_xfail() {
     let first = results.first_mut().unwrap();
     first.status = Status::Fail;
     let mut m = Manifest::default();
-    m.entries.insert(first.id.clone(), Entry { status: Status::Fail, reason: "known".into(), link: None });
+    m.entries
+        .insert(first.id.clone(), Entry { status: Status::Fail, reason: "known".into(), link: None, flaky: false });
     assert!(m.apply(first));
     assert_eq!(first.status, Status::Xfail);
 }
@@ -175,7 +177,8 @@ fn manifest_marks_an_expected_failure_as_xfail() {
 #[test]
 fn manifest_names_unknown_ids() {
     let mut m = Manifest::default();
-    m.entries.insert("no-such-case".into(), Entry { status: Status::Fail, reason: "x".into(), link: None });
+    m.entries
+        .insert("no-such-case".into(), Entry { status: Status::Fail, reason: "x".into(), link: None, flaky: false });
     let known = ["m-fm-001".to_string()].into_iter().collect();
     assert_eq!(m.unknown_ids(&known), vec!["no-such-case".to_string()]);
 }

@@ -17,7 +17,15 @@
 //!     status: FAIL
 //!     reason: tab-only frontmatter lines are rejected by our YAML parser
 //!     link: https://example.invalid/issues/12
+//!   m-glob-011:
+//!     status: FAIL
+//!     reason: attaches a batch's rules in the order its concurrent reads finish
+//!     flaky: true
 //! ```
+//!
+//! A `flaky` entry is of a case whose result varies from run to run of the same build (an agent
+//! CLI's concurrent tool calls finish in either order): it passes on some runs and has the
+//! entry's status on others, and both are as expected. Any other status is not.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -37,6 +45,9 @@ pub struct Entry {
     /// Where it is tracked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link: Option<String>,
+    /// The case passes on some runs and has `status` on others: a PASS is as expected too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
 }
 
 /// What the manifest's implementation declared when it was written.
@@ -131,6 +142,14 @@ impl Manifest {
     pub fn apply(&self, r: &mut CaseResult) -> bool {
         match self.entries.get(&r.id) {
             None => matches!(r.status, Status::Pass | Status::Unsupported | Status::Skip),
+            Some(entry) if r.status == Status::Pass && entry.flaky => {
+                r.notes.push(format!(
+                    "passed this run; the manifest marks it flaky, {} on other runs ({})",
+                    entry.status.as_str(),
+                    entry.reason
+                ));
+                true
+            }
             Some(entry) if r.status == Status::Pass => {
                 r.status = Status::Xpass;
                 r.reason =
@@ -159,23 +178,25 @@ impl Manifest {
             .filter(|r| !matches!(r.status, Status::Pass | Status::Unsupported | Status::Xpass))
             .map(|r| {
                 let status = if r.status == Status::Xfail { Status::Fail } else { r.status };
-                (r.id.clone(), Entry { status, reason: r.reason.clone().unwrap_or_default(), link: None })
+                (r.id.clone(), Entry { status, reason: r.reason.clone().unwrap_or_default(), link: None, flaky: false })
             })
             .collect();
         Manifest { hello: Some(DeclaredSupport::of(hello)), entries }
     }
 
-    /// Keeps the hand-written parts of `old`: the reason and link of each entry whose status is
-    /// unchanged, and every SKIP entry as it was (a skipped case was not run, so the run says
-    /// nothing new about it).
-    pub fn keep_notes_from(&mut self, old: &Manifest) {
+    /// Keeps the hand-written parts of `old`: the reason, link and flakiness of each entry whose
+    /// status is unchanged, every SKIP entry as it was (a skipped case was not run, so the run says
+    /// nothing new about it), and every flaky entry whose case passed this time (a pass is one of
+    /// its outcomes).
+    pub fn keep_notes_from(&mut self, old: &Manifest, passed: &BTreeSet<String>) {
         for (id, was) in &old.entries {
-            if was.status == Status::Skip {
+            if was.status == Status::Skip || (was.flaky && passed.contains(id)) {
                 self.entries.insert(id.clone(), was.clone());
             } else if let Some(now) = self.entries.get_mut(id) {
                 if now.status == was.status {
                     now.reason.clone_from(&was.reason);
                     now.link.clone_from(&was.link);
+                    now.flaky = was.flaky;
                 }
             }
         }
@@ -209,6 +230,7 @@ mod tests {
             status,
             reason: reason.into(),
             link: link.map(String::from),
+            flaky: false,
         };
         let mut old = Manifest::from_results(&hello, &[]);
         old.entries.insert("a".into(), entry(Status::Fail, "ours: tabs", Some("https://x/1")));
@@ -217,10 +239,51 @@ mod tests {
         let mut new = Manifest::from_results(&hello, &[]);
         new.entries.insert("a".into(), entry(Status::Fail, "step 1: differs", None));
         new.entries.insert("b".into(), entry(Status::Crash, "crash: x", None));
-        new.keep_notes_from(&old);
+        new.keep_notes_from(&old, &BTreeSet::new());
         assert_eq!(new.entries["a"], entry(Status::Fail, "ours: tabs", Some("https://x/1")));
         assert_eq!(new.entries["b"], entry(Status::Crash, "crash: x", None));
         assert_eq!(new.entries["c"], entry(Status::Skip, "too slow", None));
+    }
+
+    #[test]
+    fn a_flaky_entry_takes_a_pass_or_its_status_and_nothing_else() {
+        let hello = crate::run::driver::reference_hello();
+        let mut m = Manifest::from_results(&hello, &[]);
+        let entry = Entry { status: Status::Fail, reason: "order".into(), link: None, flaky: true };
+        m.entries.insert("m-x-001".into(), entry.clone());
+        let result = |status| {
+            let mut r: CaseResult = serde_json::from_value(serde_json::json!({
+                "id": "m-x-001", "name": "x", "profile": "modules", "area": "x", "status": "PASS",
+                "steps": [], "millis": 0
+            }))
+            .unwrap();
+            r.status = status;
+            r
+        };
+        let mut pass = result(Status::Pass);
+        assert!(m.apply(&mut pass));
+        assert_eq!(pass.status, Status::Pass);
+        assert!(pass.notes.iter().any(|n| n.contains("flaky")), "{:?}", pass.notes);
+        let mut fail = result(Status::Fail);
+        assert!(m.apply(&mut fail));
+        assert_eq!(fail.status, Status::Xfail);
+        let mut timeout = result(Status::Timeout);
+        assert!(!m.apply(&mut timeout));
+        // Without the flag, the same pass is an XPASS.
+        m.entries.insert("m-x-001".into(), Entry { flaky: false, ..entry.clone() });
+        let mut xpass = result(Status::Pass);
+        assert!(!m.apply(&mut xpass));
+        assert_eq!(xpass.status, Status::Xpass);
+        // A rewrite after a passing run keeps the flaky entry; a plain one is dropped.
+        m.entries.insert("m-x-001".into(), entry.clone());
+        let passed: BTreeSet<String> = ["m-x-001".to_string()].into();
+        let mut rewritten = Manifest::from_results(&hello, &[]);
+        rewritten.keep_notes_from(&m, &passed);
+        assert_eq!(rewritten.entries.get("m-x-001"), Some(&entry));
+        m.entries.insert("m-x-001".into(), Entry { flaky: false, ..entry });
+        let mut rewritten = Manifest::from_results(&hello, &[]);
+        rewritten.keep_notes_from(&m, &passed);
+        assert!(rewritten.entries.is_empty());
     }
 
     #[test]
