@@ -522,7 +522,23 @@ fn execute(args: &RunArgs) -> Result<(harness::Hello, Vec<harness::run::case::Ca
     Ok((hello, results, manifest))
 }
 
+/// Refuses, before anything runs, an output file whose folder is not there: a long run would
+/// otherwise end without its report.
+fn check_outputs(outputs: &[(Format, PathBuf)]) -> Result<(), String> {
+    for (_, path) in outputs {
+        let folder = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(format!("--output {}: the folder {} does not exist", path.display(), folder.display()));
+        }
+    }
+    Ok(())
+}
+
 fn run(args: &RunArgs) -> Result<ExitCode, String> {
+    check_outputs(&args.outputs)?;
     let (hello, mut results, manifest) = execute(args)?;
     // A run that ended early (the adapter could no longer be restarted) is still reported whole,
     // every CRASH with its stderr tail, before it ends with exit 2.

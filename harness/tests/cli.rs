@@ -108,6 +108,14 @@ fn hygiene_closed_pipes_bad_values_and_unknown_profiles() {
     let (code, _, err) = conformance(&["run", "--profile", "modulez"]);
     assert_eq!(code, 2);
     assert!(err.contains("did you mean 'modules'"), "{err}");
+    // An output whose folder is missing is refused before any case runs, not after them all.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-folder").join("report.json");
+    let (code, out, err) = conformance(&["run", "--output", &format!("json={}", missing.display())]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("does not exist") && err.contains("no-such-folder"), "{err}");
+    assert!(out.is_empty() && !err.contains("cases:"), "cases ran: {out}{err}");
+    assert!(!dir.path().join("no-such-folder").exists());
     let (code, out, _) = conformance(&["--version"]);
     assert_eq!(code, 0);
     assert!(out.contains("adapter protocol 2") && out.contains("root-file"), "{out}");

@@ -629,6 +629,21 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
         };
         let sandbox = running.sandbox.dir.to_string_lossy().into_owned();
         let cmp = Context { scenario: s, hello, root: &running.root_display, sandbox: &sandbox };
+        let unseen;
+        let expect = match expect {
+            Some(e) if !imp.shows_blank_files() => {
+                let (kept, blanks) = without_unseen_blanks(e, &obs);
+                if !blanks.is_empty() {
+                    result.notes.push(format!(
+                        "step {index} ({action}): not compared: {} (blank, and a blank file sent without its name leaves nothing to see)",
+                        blanks.join(", ")
+                    ));
+                }
+                unseen = kept;
+                Some(&unseen)
+            }
+            other => other.as_ref(),
+        };
         let mut mismatches = match expect {
             Some(expect) => compare(&cmp, expect, &obs),
             None => Vec::new(),
@@ -679,6 +694,40 @@ fn observable(e: &Expect, hidden: &[&str]) -> Expect {
         }
     }
     e
+}
+
+/// `e` without the blank files it expects that `obs` does not show (for an implementation whose
+/// blank files leave no trace), and their paths. A blank file is one whose expected content is
+/// empty or whitespace, or whose SHA-256 is the empty text's.
+fn without_unseen_blanks(e: &Expect, obs: &Observation) -> (Expect, Vec<String>) {
+    const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let blank = |content: &Option<String>, sha: &Option<String>| {
+        content.as_deref().is_some_and(|c| c.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}').is_empty())
+            || sha.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(EMPTY_SHA256))
+    };
+    let mut e = e.clone();
+    let mut dropped = Vec::new();
+    if let Some(startup) = e.startup.as_mut() {
+        let shown: Vec<&str> = obs.startup.iter().flatten().map(|f| f.path.as_str()).collect();
+        startup.retain(|f| {
+            let unseen = blank(&f.content, &f.sha256) && !shown.contains(&f.path.as_str());
+            if unseen {
+                dropped.push(f.path.clone());
+            }
+            !unseen
+        });
+    }
+    if let Some(modules) = e.activation.as_mut() {
+        let shown: Vec<&str> = obs.activation.iter().flat_map(|a| a.modules.iter()).map(|m| m.path.as_str()).collect();
+        modules.retain(|m| {
+            let unseen = blank(&m.content, &m.sha256) && !shown.contains(&m.path.as_str());
+            if unseen {
+                dropped.push(m.path.clone());
+            }
+            !unseen
+        });
+    }
+    (e, dropped)
 }
 
 /// The hidden parts a case's steps state.
@@ -757,4 +806,40 @@ fn set_error(result: &mut CaseResult, at: &str, e: &ImplError) {
         ImplError::Timeout { .. } => Status::Timeout,
     };
     result.reason = Some(format!("{at}: {e}"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expect(yaml: &str) -> Expect {
+        reference::yaml::from_str(yaml).unwrap()
+    }
+
+    fn observed(json: serde_json::Value) -> Observation {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn only_a_blank_file_the_observation_does_not_show_goes_uncompared() {
+        let e = expect(
+            "startup:\n  - {path: AGENTS.md, kind: root, content: \"\"}\n  - {path: src/AGENTS.md, content: \" \\n\"}\n  - {path: b/AGENTS.md, content: \"x\"}\n",
+        );
+        let sha = |c: &str| reference::sha256_hex(c.as_bytes());
+        let file = |p: &str, c: &str| serde_json::json!({"path": p, "kind": "root", "sha256": sha(c), "content": c});
+        // Nothing shown: both blank files go, the file with text stays (and then mismatches).
+        let (kept, dropped) = without_unseen_blanks(&e, &observed(serde_json::json!({"startup": []})));
+        assert_eq!(dropped, ["AGENTS.md", "src/AGENTS.md"]);
+        assert_eq!(kept.startup.unwrap().iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["b/AGENTS.md"]);
+        // A blank file the observation shows is compared like any other.
+        let obs = observed(serde_json::json!({"startup": [file("AGENTS.md", "")]}));
+        let (kept, dropped) = without_unseen_blanks(&e, &obs);
+        assert_eq!(dropped, ["src/AGENTS.md"]);
+        assert_eq!(kept.startup.unwrap().len(), 2);
+        // Modules by their SHA-256 alone.
+        let e = expect(&format!("activation:\n  - {{path: .elowen/rules/a.md, sha256: {}}}\n", sha("")));
+        let (kept, dropped) = without_unseen_blanks(&e, &observed(serde_json::json!({})));
+        assert_eq!(dropped, [".elowen/rules/a.md"]);
+        assert_eq!(kept.activation.map(|a| a.len()), Some(0));
+    }
 }

@@ -102,6 +102,13 @@ pub trait Implementation {
     fn take_transcript(&mut self) -> Option<String> {
         None
     }
+    /// Whether a blank file it sends always shows. An agent CLI is read by the text it sends: a
+    /// blank file sent without its name leaves nothing to see, so an expected blank file its
+    /// observation does not show is not compared (the result notes it), and one it shows is. The
+    /// default is true.
+    fn shows_blank_files(&self) -> bool {
+        true
+    }
     /// How the implementation's network is confined, for the report. The default is none (not
     /// a networked implementation).
     fn network(&self) -> Option<String> {
@@ -378,6 +385,9 @@ impl Implementation for WithDeclared {
     }
     fn take_transcript(&mut self) -> Option<String> {
         self.inner.take_transcript()
+    }
+    fn shows_blank_files(&self) -> bool {
+        self.inner.shows_blank_files()
     }
     fn network(&self) -> Option<String> {
         self.inner.network()

@@ -216,8 +216,30 @@ pub fn find(
     out
 }
 
-/// The shortest text counted where the request names no file before it.
+/// The shortest text counted where the request names no file before it, unless it is the whole
+/// body of a markup element ([`enclosed`]).
 pub const MIN_UNNAMED: usize = 40;
+
+/// Whether `content`, which `rest` begins with and `before` precedes, is the whole body of a
+/// markup element: the last line before it is an opening tag (`<context name="userRules">`) and,
+/// past whitespace, a closing tag follows. A CLI that wraps a file's text in an element of its
+/// own names no file, but the element's bounds say where the text begins and ends: a short text
+/// that fills one is a file's as surely as a long one (Continue sends a root file this way).
+fn enclosed(before: &str, content: &str, rest: &str) -> bool {
+    if content.is_empty() {
+        return false;
+    }
+    let head = before.trim_end_matches(|c: char| c.is_whitespace() || c == '\u{feff}');
+    let line = head.rfind('\n').map_or(head, |n| head.get(n + 1..).unwrap_or("")).trim_start();
+    let opens = line.len() > 2
+        && line.starts_with('<')
+        && line.ends_with('>')
+        && !line.starts_with("</")
+        && !line.starts_with("<!")
+        && !line.ends_with("/>");
+    let after = rest.get(content.len()..).unwrap_or("").trim_start();
+    opens && after.starts_with("</")
+}
 
 /// How far before a file's text its path is looked for.
 const NAMED_WITHIN: usize = 512;
@@ -382,11 +404,18 @@ impl<'a> Names<'a> {
         best.map(|(_, rel)| rel)
     }
 
-    /// Whether an occurrence named `named` (or nothing) of `content`, which `rest` begins with, is
-    /// `c`'s, and by which path.
-    fn owns(&self, c: &Candidate, named: Option<String>, content: &str, rest: &str) -> Option<Option<String>> {
+    /// Whether an occurrence named `named` (or nothing) of `content`, which `rest` begins with and
+    /// `before` precedes, is `c`'s, and by which path.
+    fn owns(
+        &self,
+        c: &Candidate,
+        named: Option<String>,
+        content: &str,
+        before: &str,
+        rest: &str,
+    ) -> Option<Option<String>> {
         match named {
-            None => (content.trim().len() >= MIN_UNNAMED).then_some(None),
+            None => (content.trim().len() >= MIN_UNNAMED || enclosed(before, content, rest)).then_some(None),
             Some(p) if p == c.rel => Some(None),
             Some(p) => match self.by_rel.get(p.as_str()) {
                 // A root file's text under another root file's name, where that file's own text
@@ -498,8 +527,9 @@ fn find_one(
             .into_iter()
             .filter_map(|(i, off, place)| {
                 let named = names.before(text(i), off);
+                let before = text(i).get(..off).unwrap_or("");
                 let rest = text(i).get(off..).unwrap_or("");
-                names.owns(c, named, content, rest).map(|alias| (i, off, place, alias))
+                names.owns(c, named, content, before, rest).map(|alias| (i, off, place, alias))
             })
             .collect();
         // The earliest tool-result occurrences that no path heads are the reads' own output (a
@@ -528,10 +558,16 @@ fn find_one(
     let found = |content: &str, cut: bool, all: Vec<(usize, usize, Place, Option<String>)>| -> Option<Found> {
         let first = all.first()?.clone();
         let last = all.last()?.clone();
+        // A byte order mark just before the whole sent content is the file's own, sent with it:
+        // part of what the model got (the sent content has none, so the difference shows). Before
+        // a trimmed text it is whitespace changed, which the trimmed report already says.
+        let bom = content == c.sent
+            && !content.starts_with('\u{feff}')
+            && text(first.0).get(..first.1).is_some_and(|b| b.ends_with('\u{feff}'));
         Some(Found {
             rel: c.rel.clone(),
             kind: c.kind,
-            content: content.to_string(),
+            content: if bom { format!("\u{feff}{content}") } else { content.to_string() },
             cut,
             place: first.2,
             at: (first.0, first.1),
@@ -552,6 +588,19 @@ fn find_one(
             .filter(|(i, off, _)| {
                 let after = text(*i).get(off + abs.len()..).unwrap_or("");
                 after.starts_with(':') || after.starts_with(" (")
+            })
+            .map(|(i, off, place)| (i, off, place, None))
+            .collect();
+        if !all.is_empty() {
+            return found(&c.sent, false, all);
+        }
+        // Or, whitespace and all, as the whole body of a markup element (Continue's
+        // `<context name="userRules">`).
+        let all: Vec<(usize, usize, Place, Option<String>)> = occurrences(segments, &c.sent)
+            .into_iter()
+            .filter(|(i, off, _)| {
+                let t = text(*i);
+                enclosed(t.get(..*off).unwrap_or(""), &c.sent, t.get(*off..).unwrap_or(""))
             })
             .map(|(i, off, place)| (i, off, place, None))
             .collect();
@@ -872,6 +921,45 @@ mod tests {
             let window: String = (0..rng.below(12)).map(|_| PIECES[rng.below(PIECES.len())]).collect();
             assert_eq!(names.before(&window, window.len()), naive(&window), "{window:?}");
         }
+    }
+
+    #[test]
+    fn a_short_text_that_fills_a_markup_element_is_found_and_one_in_prose_is_not() {
+        // Continue: `<context name="userRules">`, the root file's text, `</context>`.
+        let root = [Candidate { rel: "AGENTS.md".into(), kind: Kind::Root, sent: "# Root\n".into() }];
+        let wrapped = [seg(Place::System, "Be concise.\n\n<context name=\"userRules\">\n# Root\n\n</context>")];
+        let f = find(&root, &wrapped, &none(), Path::new(P));
+        assert_eq!(
+            f.iter().map(|f| (f.rel.as_str(), f.content.as_str())).collect::<Vec<_>>(),
+            [("AGENTS.md", "# Root\n")]
+        );
+        // The same 6 bytes in prose, inside an element with more in it, or after a closing tag:
+        // chance, not a send.
+        for text in [
+            "Use # Root\nas a title.",
+            "<context name=\"userRules\">\nsee # Root\n</context>",
+            "<context name=\"userRules\">\n# Root\nand more\n</context>",
+            "</context>\n# Root\n</x>",
+            "<br/>\n# Root\n</x>",
+        ] {
+            assert!(find(&root, &[seg(Place::System, text)], &none(), Path::new(P)).is_empty(), "{text:?}");
+        }
+        // A whitespace-only file fills the element whitespace and all.
+        let blank = [Candidate { rel: "AGENTS.md".into(), kind: Kind::Root, sent: "  \n\t\n".into() }];
+        let segs = [seg(Place::System, "x\n<context name=\"userRules\">\n  \n\t\n\n</context>")];
+        assert_eq!(find(&blank, &segs, &none(), Path::new(P)).len(), 1);
+        let segs = [seg(Place::System, "x\n  \n\t\n y")];
+        assert!(find(&blank, &segs, &none(), Path::new(P)).is_empty());
+    }
+
+    #[test]
+    fn a_byte_order_mark_sent_before_a_text_is_part_of_what_was_found() {
+        let root = [Candidate { rel: "AGENTS.md".into(), kind: Kind::Root, sent: "# Root\n".into() }];
+        let segs = [seg(Place::System, "<context name=\"userRules\">\n\u{feff}# Root\n\n</context>")];
+        let f = find(&root, &segs, &none(), Path::new(P));
+        assert_eq!(f.iter().map(|f| f.content.as_str()).collect::<Vec<_>>(), ["\u{feff}# Root\n"]);
+        let segs = [seg(Place::System, "<context name=\"userRules\">\n# Root\n\n</context>")];
+        assert_eq!(find(&root, &segs, &none(), Path::new(P)).first().map(|f| f.content.as_str()), Some("# Root\n"));
     }
 
     #[test]

@@ -708,6 +708,10 @@ impl Implementation for Agent {
         &["diagnostics", "blocked", "escaped", "failed"]
     }
 
+    fn shows_blank_files(&self) -> bool {
+        false
+    }
+
     fn take_wait(&mut self) -> Option<Duration> {
         self.wait.take()
     }
