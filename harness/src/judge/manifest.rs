@@ -34,6 +34,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::run::case::{CaseResult, Status};
 
+/// How the note that gives an expected result's manifest reason begins.
+pub const EXPECTED_BY: &str = "as the manifest expects: ";
+
 /// One entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -160,6 +163,7 @@ impl Manifest {
                 if r.status == Status::Fail {
                     r.status = Status::Xfail;
                 }
+                r.notes.push(format!("{EXPECTED_BY}{}", entry.reason));
                 true
             }
             Some(entry) => {
@@ -267,6 +271,7 @@ mod tests {
         let mut fail = result(Status::Fail);
         assert!(m.apply(&mut fail));
         assert_eq!(fail.status, Status::Xfail);
+        assert_eq!(fail.notes, [format!("{EXPECTED_BY}order")]);
         let mut timeout = result(Status::Timeout);
         assert!(!m.apply(&mut timeout));
         // Without the flag, the same pass is an XPASS.

@@ -610,10 +610,22 @@ pub fn write_with_bench(
             for r in cases {
                 let kind = Kind::of(r);
                 let mark = if marks.get(i).is_some_and(|m| m.contains_key(r.id.as_str())) { CHANGED_MARK } else { "" };
+                // The case's own page sits beside this one.
+                let id = match case_pages.get(i).and_then(|p| p.get(r.id.as_str())) {
+                    Some(page) => {
+                        format!("<a href=\"{}\">{}</a>", esc(page.rsplit('/').next().unwrap_or(page)), esc(&r.id))
+                    }
+                    None => esc(&r.id),
+                };
+                let expected = r
+                    .notes
+                    .iter()
+                    .find_map(|n| n.strip_prefix(crate::judge::manifest::EXPECTED_BY))
+                    .map(|why| format!(" <small>(manifest: {})</small>", esc_max(why, MESSAGE_MAX)))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     list,
-                    "<li><b>{}</b> <span class=\"{}\">{}</span>{mark} {} — <span class=\"reason\">{}</span></li>",
-                    esc(&r.id),
+                    "<li><b>{id}</b> <span class=\"{}\">{}</span>{mark} {} — <span class=\"reason\">{}</span>{expected}</li>",
                     kind.class(),
                     Outcome::label(Some(Outcome::of(r))),
                     esc(&r.name),
@@ -939,6 +951,11 @@ mod tests {
             result("m-crash", Status::Crash, None),
             result("m-seed", Status::Fail, Some(Verdict::Seed)),
         ];
+        let mut results = results;
+        if let Some(r) = results.get_mut(1) {
+            r.status = Status::Xfail;
+            r.notes.push(format!("{}tabs <b>refused</b>", crate::judge::manifest::EXPECTED_BY));
+        }
         write(dir.path(), &[column("x", "1", results)]).unwrap();
         let index = read(&dir.path().join("index.html"));
         let (_, list) = index.split_once("<h2>x: 3 not passing</h2>").unwrap();
@@ -951,6 +968,11 @@ mod tests {
         let cell = read(&dir.path().join("cases/x/~cell-0-modules_glob.html"));
         assert!(cell.contains("why m-seed") && cell.contains("why m-unsup"), "{cell}");
         assert!(cell.find("m-seed") < cell.find("m-decision"), "{cell}");
+        // Each case links its own page, which is there.
+        assert!(cell.contains("<a href=\"m-seed.html\">m-seed</a>"), "{cell}");
+        assert!(dir.path().join("cases/x/m-seed.html").is_file());
+        // An expected result gives its manifest's reason too.
+        assert!(cell.contains("(manifest: tabs &lt;b&gt;refused&lt;/b&gt;)"), "{cell}");
         assert!(index.contains("<a href=\"cases/x/~cell-0-modules_glob.html\">"), "{index}");
     }
 
