@@ -102,10 +102,10 @@ pub trait Implementation {
     fn take_transcript(&mut self) -> Option<String> {
         None
     }
-    /// Whether a blank file it sends always shows. An agent CLI is read by the text it sends: a
-    /// blank file sent without its name leaves nothing to see, so an expected blank file its
-    /// observation does not show is not compared (the result notes it), and one it shows is. The
-    /// default is true.
+    /// Whether a blank file it sends always shows. An agent CLI is read by the text it sends: one
+    /// that sends a file's text without its name leaves nothing to see of a blank file, so an
+    /// expected blank file its observation does not show is not compared (the result notes it),
+    /// and one it shows is (recipe `dialect.names_files`). The default is true.
     fn shows_blank_files(&self) -> bool {
         true
     }

@@ -139,6 +139,17 @@ pub struct DialectSpec {
     /// The default is none.
     #[serde(default)]
     pub reserved: Vec<String>,
+    /// Whether the CLI names every instruction file it sends (a header with the file's path,
+    /// `Contents of /…/CLAUDE.md:`), so that a blank file it does not name was not sent. A CLI
+    /// that sends a file's text unnamed (Continue's `<context name="userRules">`) leaves nothing
+    /// to see of a blank file: set it false, and an expected blank file that is not found is not
+    /// compared. The default is true.
+    #[serde(default = "yes")]
+    pub names_files: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_key() -> String {
@@ -348,6 +359,7 @@ names = { "AGENTS.md" = "CLAUDE.md" }
     fn a_minimal_recipe_parses_with_its_defaults() {
         let r = Recipe::parse(MINIMAL, "x.toml").unwrap();
         assert_eq!(r.profiles, vec!["modules".to_string()]);
+        assert!(r.dialect.names_files, "a CLI names the files it sends unless its recipe says not");
         assert_eq!(r.dialect.frontmatter_key, "paths");
         assert_eq!(r.tools["read"].name, "Read");
     }

@@ -709,7 +709,7 @@ impl Implementation for Agent {
     }
 
     fn shows_blank_files(&self) -> bool {
-        false
+        self.recipe.dialect.names_files
     }
 
     fn take_wait(&mut self) -> Option<Duration> {
