@@ -57,7 +57,15 @@ fn admits(policies: &[Vec<PathBuf>], project: &Path) -> bool {
 /// The real path of `project` when every policy admits it: the root of a session whose scope is
 /// one Project (a chatbot's bound Project, or a case's root without placement).
 pub fn admitted_root(project: &Path, policies: &[Vec<PathBuf>]) -> Option<PathBuf> {
-    admits(policies, project).then(|| fs::canonicalize(project).ok()).flatten()
+    admits(policies, project).then(|| given_form(project)).flatten()
+}
+
+/// The root as the session names it: `project` as given where it is absolute and resolves (a
+/// link to the project directory stays the link, so that a path named through it is inside by
+/// its given form, D-LINK-6), else its real path; `None` when it does not resolve.
+fn given_form(project: &Path) -> Option<PathBuf> {
+    let real = fs::canonicalize(project).ok()?;
+    Some(if project.is_absolute() { project.to_path_buf() } else { real })
 }
 
 /// How many bytes a `.git` file or a `commondir` may hold. Each holds one path (at most
@@ -84,7 +92,10 @@ fn linked_common_dir(git_file: &Path) -> Option<PathBuf> {
     fs::canonicalize(admin.join(common.trim())).ok()
 }
 
-/// The root for `p`, or `None` when the session has no Project root.
+/// The root for `p`, or `None` when the session has no Project root: a linked worktree's top
+/// level as found from the working directory's real path, else the Project as given (bound or
+/// registered; [`HostSource::new`](crate::HostSource::new) resolves it, and keeps the given form
+/// for placing touched paths).
 pub fn place_root(p: &Placement) -> Option<PathBuf> {
     let cwd = fs::canonicalize(&p.cwd).ok()?;
     if p.bound.as_ref().is_some_and(|b| !admits(&p.policies, b)) {
@@ -108,11 +119,13 @@ pub fn place_root(p: &Placement) -> Option<PathBuf> {
         break;
     }
     if let Some(bound) = &p.bound {
-        return fs::canonicalize(bound).ok();
+        return given_form(bound);
     }
+    // The deepest by real path; the root is the Project as it was registered.
     candidates
         .into_iter()
-        .filter_map(|proj| fs::canonicalize(proj).ok())
-        .filter(|real| cwd.starts_with(real))
-        .max_by_key(|real| real.components().count())
+        .filter_map(|proj| fs::canonicalize(proj).ok().map(|real| (real, proj)))
+        .filter(|(real, _)| cwd.starts_with(real))
+        .max_by_key(|(real, _)| real.components().count())
+        .and_then(|(_, proj)| given_form(proj))
 }

@@ -726,6 +726,9 @@ mod tests {
     #[case::brackets_in_a_plain_scalar(format!("a: b{}\n", "[".repeat(500)))]
     #[case::flow_at_the_limit(format!("a: {}{}\n", "[".repeat(MAX_DEPTH - 1), "]".repeat(MAX_DEPTH - 1)))]
     #[case::block_at_the_limit((0..MAX_DEPTH).map(|i| format!("{}k:\n", " ".repeat(i))).collect::<String>())]
+    // The depth is the collections opened, not the columns: any indentation width (D-FM-16).
+    #[case::four_spaces_a_level((0..MAX_DEPTH).map(|i| format!("{}k:\n", " ".repeat(4 * i))).collect::<String>())]
+    #[case::eight_spaces_a_level((0..MAX_DEPTH).map(|i| format!("{}k:\n", " ".repeat(8 * i))).collect::<String>())]
     fn what_only_looks_deep_parses(#[case] src: String) {
         assert!(parse(&src).is_ok(), "{:?}", parse(&src).err());
     }

@@ -1,6 +1,7 @@
 //! Running one case through an implementation: materialise the tree, drive every step, compare,
 //! check the canaries, and produce exactly one [`CaseResult`], whatever happens.
 
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Serialize;
@@ -303,9 +304,10 @@ fn section_options(s: &Scenario, sandbox: &Sandbox) -> Result<Option<Box<Section
     Ok(Some(Box::new(o)))
 }
 
-/// Substitutes `{root}` in a touched path.
-fn touched(open: &OpenCase, path: &str) -> String {
-    path.replace("{root}", &open.root)
+/// Substitutes `{root}` (the root's real path) and `{sandbox}` (the sandbox's, where a case's
+/// links to the project live) in a touched path.
+fn touched(open: &OpenCase, sandbox: &Path, path: &str) -> String {
+    path.replace("{root}", &open.root).replace("{sandbox}", &sandbox.to_string_lossy())
 }
 
 /// What the implementation is asked to do for one step.
@@ -341,7 +343,7 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
     let op = match action {
         Action::Start => Some(StepOp::Start),
         Action::Touch(t) => {
-            let path = touched(&r.open, &t.path);
+            let path = touched(&r.open, &r.sandbox.dir, &t.path);
             let call = ToolCall {
                 tool: t.tool().to_string(),
                 file_access: t.carries_file_access().then(|| path.clone()),
