@@ -82,6 +82,17 @@ fn locate_reference_adapter() -> Result<PathBuf, String> {
     if cargo.is_none() && path.is_file() {
         return Ok(path);
     }
+    // Build it only into the Cargo target folder the running program came from (one Cargo marked
+    // with its CACHEDIR.TAG), from the source tree it was built in: a copy of `conformance` in
+    // /usr/local/bin must not make Cargo write to /usr/local.
+    let from_target = dir.parent().is_some_and(|t| t.join("CACHEDIR.TAG").is_file());
+    if !from_target || !Path::new(env!("CARGO_MANIFEST_DIR")).is_dir() {
+        return Err(format!(
+            "reference-adapter is not beside {} (install it with conformance, or build it with `cargo build -p harness \
+             --bin reference-adapter` and run conformance from the target folder)",
+            exe.display()
+        ));
+    }
     let mut build = Command::new(cargo.unwrap_or_else(|| "cargo".into()));
     build.args(["build", "--quiet", "-p", "harness", "--bin", "reference-adapter"]);
     build.current_dir(env!("CARGO_MANIFEST_DIR"));
