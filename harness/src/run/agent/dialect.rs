@@ -16,6 +16,10 @@ use crate::case::scenario::{Action, Platform, Scenario, TreeValue, WriteValue};
 
 use super::recipe::{Recipe, SEED_NAMES};
 
+/// Seed 003's second name for the root file ("the root's AGENTS.md, or agents.md when there is no
+/// AGENTS.md").
+const ROOT_FILE_FALLBACK: &str = "agents.md";
+
 /// Seed 000's rules folder ("Format and discovery": ".elowen/rules/**/*.md modules").
 const SEED_RULES: &str = ".elowen/rules";
 
@@ -135,6 +139,39 @@ impl<'r> Dialect<'r> {
                 return Err(format!(
                     "{path} holds only whitespace: a file is found in what {} sends by its content, so whether it reached the model cannot be seen",
                     self.agent()
+                ));
+            }
+            // Seed 003's fallback name is none of seed 000's, which are all a dialect maps: a case
+            // that expects it read cannot be said. One that only has it (a canary that must not
+            // reach the model) still runs.
+            let lower = |p: &str| p == ROOT_FILE_FALLBACK;
+            let expects_lower = s.steps.iter().filter_map(|st| st.expect.as_ref()).any(|e| {
+                e.startup.iter().flatten().any(|f| lower(&f.path))
+                    || e.activation.iter().flatten().any(|m| lower(&m.path))
+                    || e.section.as_ref().and_then(|x| x.files.as_ref()).is_some_and(|f| f.iter().any(|p| lower(p)))
+            });
+            if s.profile == "root-file" && expects_lower {
+                return Err(format!(
+                    "{} has no name for seed 003's {ROOT_FILE_FALLBACK} (recipe dialect.names maps seed 000's names only)",
+                    self.agent()
+                ));
+            }
+            // The extractor looks for files no deeper than its bound (extract::MAX_DEPTH folders
+            // below the sandbox): a deeper file would be reported as not sent when it was.
+            let deep = |p: &str| !p.starts_with("../") && p.split('/').count() > super::extract::MAX_DEPTH;
+            let too_deep = s.tree.keys().find(|p| deep(p)).cloned().or_else(|| {
+                s.steps.iter().find_map(|st| match &st.action {
+                    Action::Write(w) if deep(&w.path) => Some(w.path.clone()),
+                    _ => None,
+                })
+            });
+            if let Some(path) = too_deep {
+                return Err(format!(
+                    "{} lies {} folders deep: what {} sends is searched for files at most {} folders below the project",
+                    crate::report::escape::cut(&path, 80),
+                    path.split('/').count() - 1,
+                    self.agent(),
+                    super::extract::MAX_DEPTH - 1
                 ));
             }
             if let Some(path) = removed_instruction_file(s) {
@@ -681,6 +718,36 @@ frontmatter_key = "globs"
         assert!(err.starts_with("pkg/AGENTS.md holds only whitespace"), "{err}");
         s.profile = "modules".into();
         assert!(Dialect::new(&r).translate(&s).is_ok());
+    }
+
+    #[test]
+    fn a_root_file_case_expecting_the_lowercase_fallback_is_refused() {
+        let r = claude();
+        let mut s = section_case("", "");
+        s.profile = "root-file".into();
+        assert!(Dialect::new(&r).translate(&s).is_ok());
+        s.tree.insert("agents.md".into(), TreeValue::File(b"Run make.\n".to_vec()));
+        assert!(Dialect::new(&r).translate(&s).is_ok(), "a fallback no step expects is only a canary");
+        let expect: crate::case::scenario::Expect =
+            reference::yaml::from_str("startup: [{path: agents.md, kind: root}]").unwrap();
+        s.steps.push(crate::case::scenario::Step { action: Action::NextRequest(None), expect: Some(expect) });
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert_eq!(
+            err,
+            "claude-code has no name for seed 003's agents.md (recipe dialect.names maps seed 000's names only)"
+        );
+    }
+
+    #[test]
+    fn an_instruction_file_deeper_than_the_extractor_looks_is_refused() {
+        let r = claude();
+        let mut s = section_case("", "");
+        let at = |folders: usize| format!("{}AGENTS.md", "d/".repeat(folders));
+        s.tree.insert(at(super::super::extract::MAX_DEPTH - 1), TreeValue::File(b"# Deep\n".to_vec()));
+        assert!(Dialect::new(&r).translate(&s).is_ok());
+        s.tree.insert(at(super::super::extract::MAX_DEPTH), TreeValue::File(b"# Deeper\n".to_vec()));
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert!(err.contains("lies 40 folders deep"), "{err}");
     }
 
     #[test]
