@@ -630,7 +630,7 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
             }
         };
         let sandbox = running.sandbox.dir.to_string_lossy().into_owned();
-        let cmp = Context { scenario: s, hello, root: &running.root_display, sandbox: &sandbox };
+        let cmp = Context { scenario: s, hello, root: &running.root_display, sandbox: &sandbox, hidden };
         let unseen;
         let expect = match expect {
             Some(e) if !imp.shows_blank_files() => {
@@ -683,7 +683,12 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
     result
 }
 
-/// An expectation without the parts the implementation cannot be observed to meet.
+/// An expectation without the parts the implementation cannot be observed to meet. Besides whole
+/// expectations (`diagnostics`, `blocked`, `escaped`, `failed`, `prompt`), a section's fields are
+/// hidden one by one (`section.text`, `section.rewritten`, `section.omitted`): a black box shows
+/// which files' contents reached the model, not the section's wording. A section left with no
+/// field is no expectation at all, except that an empty `text` (no file rendered) still says
+/// which files there are: none.
 fn observable(e: &Expect, hidden: &[&str]) -> Expect {
     let mut e = e.clone();
     for h in hidden {
@@ -692,8 +697,32 @@ fn observable(e: &Expect, hidden: &[&str]) -> Expect {
             "blocked" => e.blocked = None,
             "escaped" => e.escaped = None,
             "failed" => e.failed = None,
+            "prompt" => e.prompt = None,
+            "section.text" => {
+                if let Some(sec) = e.section.as_mut() {
+                    if sec.text.as_deref() == Some("") && sec.files.is_none() {
+                        sec.files = Some(Vec::new());
+                    }
+                    sec.text = None;
+                }
+            }
+            "section.rewritten" => {
+                if let Some(sec) = e.section.as_mut() {
+                    sec.rewritten = None;
+                }
+            }
+            "section.omitted" => {
+                if let Some(sec) = e.section.as_mut() {
+                    sec.omitted = None;
+                }
+            }
             _ => {}
         }
+    }
+    if e.section.as_ref().is_some_and(|sec| {
+        sec.text.is_none() && sec.rewritten.is_none() && sec.files.is_none() && sec.omitted.is_none()
+    }) {
+        e.section = None;
     }
     e
 }
@@ -732,15 +761,20 @@ fn without_unseen_blanks(e: &Expect, obs: &Observation) -> (Expect, Vec<String>)
     (e, dropped)
 }
 
-/// The hidden parts a case's steps state.
+/// The hidden parts a case's steps state, in the order of [`observable`]'s names.
 fn hidden_in(s: &Scenario, hidden: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for e in s.steps.iter().filter_map(|st| st.expect.as_ref()) {
+        let sec = e.section.as_ref();
         let stated = [
             ("diagnostics", !e.diagnostics.is_empty()),
             ("blocked", e.blocked.is_some()),
             ("escaped", e.escaped.is_some()),
             ("failed", e.failed.is_some()),
+            ("prompt", e.prompt.is_some()),
+            ("section.text", sec.is_some_and(|x| x.text.is_some())),
+            ("section.rewritten", sec.is_some_and(|x| x.rewritten.is_some())),
+            ("section.omitted", sec.is_some_and(|x| x.omitted.is_some())),
         ];
         for (name, on) in stated {
             if on && hidden.contains(&name) && !out.iter().any(|o| o == name) {
@@ -843,5 +877,98 @@ mod tests {
         let (kept, dropped) = without_unseen_blanks(&e, &observed(serde_json::json!({})));
         assert_eq!(dropped, [".elowen/rules/a.md"]);
         assert_eq!(kept.activation.map(|a| a.len()), Some(0));
+    }
+
+    /// A black box that answers every `next_request` with a section of these files, and hides
+    /// what an agent CLI hides.
+    struct BlackBox {
+        files: Vec<String>,
+    }
+
+    impl Implementation for BlackBox {
+        fn hello(&mut self) -> Result<Hello, ImplError> {
+            Ok(crate::run::driver::reference_hello())
+        }
+        fn open(&mut self, _open: &OpenCase) -> Result<Observation, ImplError> {
+            Ok(Observation::default())
+        }
+        fn step(&mut self, op: &StepOp) -> Result<Observation, ImplError> {
+            let section = matches!(op, StepOp::NextRequest { .. }).then(|| crate::run::wire::WireSection {
+                text: String::new(),
+                rewritten: false,
+                files: self.files.clone(),
+                omitted: Vec::new(),
+            });
+            Ok(Observation { section, ..Observation::default() })
+        }
+        fn restart(&mut self, _open: &OpenCase) -> Result<Observation, ImplError> {
+            Ok(Observation::default())
+        }
+        fn close(&mut self) -> Result<(), ImplError> {
+            Ok(())
+        }
+        fn unobservable(&self) -> &'static [&'static str] {
+            &["diagnostics", "prompt", "section.text", "section.rewritten", "section.omitted"]
+        }
+    }
+
+    /// A section case whose `next_request` expects `section`.
+    fn case(section: &str) -> Case {
+        let text = format!(
+            "id: s-x-001\ntitle: t\nspec:\n  - seed: '002'\n    heading: Discovery\n    quote: q\n\
+             profile: section\nplatform: posix\nrules: [section_discovery]\ntree:\n  .git: {{dir: true}}\n  \
+             AGENTS.md: \"# Root\\n\"\n  pkg/AGENTS.md: \"# Pkg\\n\"\nsteps:\n  - start:\n  - next_request:\n    \
+             expect:\n      section: {section}\n"
+        );
+        let scenario = match crate::case::load::parse(&text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e:?}"),
+        };
+        Case { file: "s-x-001.yaml".into(), name: "section/discovery/001-x".into(), scenario, text }
+    }
+
+    fn run(section: &str, files: &[&str]) -> CaseResult {
+        let hello = crate::run::driver::reference_hello();
+        let mut imp = BlackBox { files: files.iter().map(|f| f.to_string()).collect() };
+        run_case(&mut imp, &RunContext::new(&hello), &case(section))
+    }
+
+    #[test]
+    fn a_section_expecting_only_hidden_fields_is_unsupported_naming_them() {
+        let got = run("{text: \"{intro}\", rewritten: true, omitted: []}", &["AGENTS.md"]);
+        assert_eq!(got.status, Status::Unsupported, "{got:?}");
+        let reason = got.reason.unwrap_or_default();
+        assert!(reason.contains("(section.text, section.rewritten, section.omitted) is invisible"), "{reason}");
+    }
+
+    #[test]
+    fn only_the_files_of_a_section_are_compared_and_the_rest_noted() {
+        // The observed text is empty: its headers facet would fail it if it were checked.
+        let got = run(
+            "{text: \"whatever\", rewritten: true, files: [AGENTS.md, pkg/AGENTS.md]}",
+            &["AGENTS.md", "pkg/AGENTS.md"],
+        );
+        assert_eq!(got.status, Status::Pass, "{got:?}");
+        assert!(
+            got.notes
+                .iter()
+                .any(|n| n == "not compared (not visible in what it sends): section.text, section.rewritten"),
+            "{:?}",
+            got.notes
+        );
+    }
+
+    #[test]
+    fn a_section_in_the_wrong_order_fails_on_its_files() {
+        let got = run("{rewritten: true, files: [AGENTS.md, pkg/AGENTS.md]}", &["pkg/AGENTS.md", "AGENTS.md"]);
+        assert_eq!(got.status, Status::Fail, "{got:?}");
+        assert_eq!(got.reason.as_deref(), Some("step 1 (next_request): section.files differs (violates the seed)"));
+    }
+
+    #[test]
+    fn an_empty_section_text_still_expects_no_file() {
+        let got = run("{text: \"\"}", &["AGENTS.md"]);
+        assert_eq!(got.status, Status::Fail, "{got:?}");
+        assert!(run("{text: \"\"}", &[]).status == Status::Pass);
     }
 }

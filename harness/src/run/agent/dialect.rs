@@ -16,6 +16,10 @@ use crate::case::scenario::{Action, Platform, Scenario, TreeValue, WriteValue};
 
 use super::recipe::{Recipe, SEED_NAMES};
 
+/// Seed 003's second name for the root file ("the root's AGENTS.md, or agents.md when there is no
+/// AGENTS.md").
+const ROOT_FILE_FALLBACK: &str = "agents.md";
+
 /// Seed 000's rules folder ("Format and discovery": ".elowen/rules/**/*.md modules").
 const SEED_RULES: &str = ".elowen/rules";
 
@@ -123,6 +127,59 @@ impl<'r> Dialect<'r> {
                 "{} runs in a directory of this host, not on a computer behind a file client",
                 self.agent()
             ));
+        }
+        if let Some(name) = s.options.as_ref().and_then(refused_option) {
+            return Err(format!(
+                "{} takes no option {name}: a CLI has only its own fixed behaviour (the case sets it to other than seed 002's default)",
+                self.agent()
+            ));
+        }
+        if s.profile == "section" || s.profile == "root-file" {
+            if let Some(path) = blank_instruction_file(s) {
+                return Err(format!(
+                    "{path} holds only whitespace: a file is found in what {} sends by its content, so whether it reached the model cannot be seen",
+                    self.agent()
+                ));
+            }
+            // Seed 003's fallback name is none of seed 000's, which are all a dialect maps: a case
+            // that expects it read cannot be said. One that only has it (a canary that must not
+            // reach the model) still runs.
+            let lower = |p: &str| p == ROOT_FILE_FALLBACK;
+            let expects_lower = s.steps.iter().filter_map(|st| st.expect.as_ref()).any(|e| {
+                e.startup.iter().flatten().any(|f| lower(&f.path))
+                    || e.activation.iter().flatten().any(|m| lower(&m.path))
+                    || e.section.as_ref().and_then(|x| x.files.as_ref()).is_some_and(|f| f.iter().any(|p| lower(p)))
+            });
+            if s.profile == "root-file" && expects_lower {
+                return Err(format!(
+                    "{} has no name for seed 003's {ROOT_FILE_FALLBACK} (recipe dialect.names maps seed 000's names only)",
+                    self.agent()
+                ));
+            }
+            // The extractor looks for files no deeper than its bound (extract::MAX_DEPTH folders
+            // below the sandbox): a deeper file would be reported as not sent when it was.
+            let deep = |p: &str| !p.starts_with("../") && p.split('/').count() > super::extract::MAX_DEPTH;
+            let too_deep = s.tree.keys().find(|p| deep(p)).cloned().or_else(|| {
+                s.steps.iter().find_map(|st| match &st.action {
+                    Action::Write(w) if deep(&w.path) => Some(w.path.clone()),
+                    _ => None,
+                })
+            });
+            if let Some(path) = too_deep {
+                return Err(format!(
+                    "{} lies {} folders deep: what {} sends is searched for files at most {} folders below the project",
+                    crate::report::escape::cut(&path, 80),
+                    path.split('/').count() - 1,
+                    self.agent(),
+                    super::extract::MAX_DEPTH - 1
+                ));
+            }
+            if let Some(path) = removed_instruction_file(s) {
+                return Err(format!(
+                    "the case deletes or renames {path}: a file is found in what {} sends by its content on disk, so a text it keeps in its history after the file is gone cannot be seen",
+                    self.agent()
+                ));
+            }
         }
         let mut out = s.clone();
         let mut back = BTreeMap::new();
@@ -256,6 +313,18 @@ impl<'r> Dialect<'r> {
     fn touchable(&self, t: &crate::case::scenario::TouchSpec) -> Result<(), String> {
         let agent = self.agent();
         let tool = t.tool();
+        if let Some(scope) = &t.scope {
+            return Err(format!("{agent} has one conversation: a call in the scope '{scope}' cannot be made"));
+        }
+        if let Some(args) = &t.args {
+            let plain = args.len() == 1 && args.get("file_path").and_then(|v| v.as_str()) == Some(t.path.as_str());
+            if !plain {
+                return Err(format!(
+                    "{agent}'s own tools take their own arguments: a call with the arguments {} cannot be made",
+                    serde_json::Value::Object(args.clone())
+                ));
+            }
+        }
         if t.outcome() != crate::run::wire::Outcome::Ok {
             return Err(format!(
                 "{agent}'s own tools decide a call's outcome: a scripted '{}' cannot be made",
@@ -433,6 +502,65 @@ fn note(
     Ok(())
 }
 
+/// The first section option (seed 002, "Options") that `o` sets to other than its default, in the
+/// table's order; `cwd` is none: the CLI runs in that folder. An agent CLI has only its own fixed
+/// behaviour, so a case that sets one cannot be put to it.
+fn refused_option(o: &crate::run::wire::SectionOptions) -> Option<&'static str> {
+    use crate::run::wire::PerDirectory;
+    let max_bytes = o.max_bytes.unwrap_or(65536);
+    let set = [
+        ("globalFile", o.global_file.is_some()),
+        ("projectRootMarkers", o.project_root_markers.as_ref().is_some_and(|m| m != &[".git"])),
+        ("fileNames", o.file_names.as_ref().is_some_and(|n| n != &["AGENTS.override.md", "AGENTS.md"])),
+        ("perDirectory", o.per_directory.is_some_and(|p| p != PerDirectory::First)),
+        ("maxBytes", max_bytes != 65536),
+        ("maxFileBytes", o.max_file_bytes.is_some_and(|m| m != max_bytes)),
+        ("nested", o.nested == Some(false)),
+        ("maxNestedDirs", o.max_nested_dirs.is_some_and(|m| m != 256)),
+        ("maxTrackedScopes", o.max_tracked_scopes.is_some_and(|m| m != 64)),
+        ("intro", o.intro.is_some()),
+        ("retractionText", o.retraction_text.is_some()),
+    ];
+    set.into_iter().find(|(_, on)| *on).map(|(name, _)| name)
+}
+
+/// The first instruction file (a seed name) of the case's tree or of a `write` step whose text is
+/// only whitespace. Seed 002 renders such a file under its header ("Files with identical trimmed
+/// content collapse"), but a black box shows only content: the section's `files` cannot be told.
+fn blank_instruction_file(s: &Scenario) -> Option<String> {
+    let named = |p: &str| SEED_NAMES.contains(&p.rsplit('/').next().unwrap_or(p));
+    let blank = |b: &[u8]| b.iter().all(|c| c.is_ascii_whitespace());
+    let in_tree = s.tree.iter().find_map(|(p, v)| match v {
+        TreeValue::File(b) if named(p) && blank(b) => Some(p.clone()),
+        _ => None,
+    });
+    in_tree.or_else(|| {
+        s.steps.iter().find_map(|st| match &st.action {
+            Action::Write(w) if named(&w.path) && w.value.bytes().is_ok_and(|b| blank(&b)) => Some(w.path.clone()),
+            _ => None,
+        })
+    })
+}
+
+/// The first instruction file (a seed name) a `delete` or `rename` step takes away. Seed 002
+/// retracts such a file's text ("appending has no way to retract text that no longer applies"),
+/// but its old text, still in a CLI's history, is no longer on disk to be looked for: a section
+/// without it would be seen whether the CLI retracted it or not.
+fn removed_instruction_file(s: &Scenario) -> Option<String> {
+    let named = |p: &str| SEED_NAMES.contains(&p.rsplit('/').next().unwrap_or(p));
+    s.steps.iter().find_map(|st| match &st.action {
+        Action::Delete(p) if named(p) || s.tree.keys().any(|k| k.starts_with(&format!("{p}/")) && named(k)) => {
+            Some(p.clone())
+        }
+        Action::Rename(r)
+            if named(&r.from) || s.tree.keys().any(|k| k.starts_with(&format!("{}/", r.from)) && named(k)) =>
+        {
+            Some(r.from.clone())
+        }
+        _ => None,
+    })
+}
+
 fn platform_name(p: Platform) -> &'static str {
     match p {
         Platform::Posix => "posix",
@@ -527,5 +655,110 @@ frontmatter_key = "globs"
         assert_eq!(t.back("src/CLAUDE.md"), "src/AGENTS.md");
         assert_eq!(t.back(".claude/rules/new.md"), ".elowen/rules/new.md");
         assert!(t.scenario.tree.contains_key("src/CLAUDE.md"));
+    }
+
+    /// A section case with these options and this step (a `touch:` line) after its start.
+    fn section_case(options: &str, touch: &str) -> Scenario {
+        let text = format!(
+            "id: s-x-001\ntitle: t\nspec:\n  - decision: D-X\nprofile: section\nplatform: posix\n\
+             rules: [section_discovery]\n{options}\ntree:\n  .git: {{dir: true}}\n  AGENTS.md: \"# Root\\n\"\n\
+             steps:\n  - start:\n{touch}  - next_request:\n"
+        );
+        match crate::case::load::parse(&text) {
+            Ok(s) => s,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[rstest::rstest]
+    #[case("{cwd: pkg}", None)]
+    #[case("{max_bytes: 65536, max_file_bytes: 65536, per_directory: first, project_root_markers: ['.git']}", None)]
+    #[case("{file_names: [AGENTS.override.md, AGENTS.md], nested: true, max_nested_dirs: 256}", None)]
+    #[case("{max_bytes: 1024}", Some("claude-code takes no option maxBytes"))]
+    #[case("{project_root_markers: [package.json]}", Some("claude-code takes no option projectRootMarkers"))]
+    #[case("{per_directory: all}", Some("claude-code takes no option perDirectory"))]
+    #[case("{file_names: [RULES.md]}", Some("claude-code takes no option fileNames"))]
+    #[case("{global_file: ../g.md}", Some("claude-code takes no option globalFile"))]
+    #[case("{intro: Hi.}", Some("claude-code takes no option intro"))]
+    #[case("{max_file_bytes: 100}", Some("claude-code takes no option maxFileBytes"))]
+    #[case("{nested: false}", Some("claude-code takes no option nested"))]
+    #[case("{max_tracked_scopes: 2}", Some("claude-code takes no option maxTrackedScopes"))]
+    fn section_options_other_than_the_defaults_are_refused(#[case] options: &str, #[case] refused: Option<&str>) {
+        let r = claude();
+        let mut s = section_case("", "");
+        s.options = Some(reference::yaml::from_str(options).unwrap());
+        let got = Dialect::new(&r).translate(&s);
+        match refused {
+            None => assert!(got.is_ok(), "{:?}", got.err()),
+            Some(why) => assert!(got.as_ref().err().is_some_and(|e| e.contains(why)), "{:?}", got.err()),
+        }
+    }
+
+    #[rstest::rstest]
+    #[case("  - touch: {path: pkg/x.ts}\n", None)]
+    #[case("  - touch: {path: pkg/x.ts, args: {file_path: pkg/x.ts}}\n", None)]
+    #[case("  - touch: {path: pkg/x.ts, args: {path: pkg/x.ts}}\n", Some("take their own arguments"))]
+    #[case("  - touch: {path: pkg/x.ts, scope: conv-a}\n", Some("a call in the scope 'conv-a' cannot be made"))]
+    fn section_touches_the_cli_cannot_make_are_refused(#[case] touch: &str, #[case] refused: Option<&str>) {
+        let r = claude();
+        let caps = if touch.contains("scope") { "capabilities: [scopes]" } else { "" };
+        let got = Dialect::new(&r).translate(&section_case(caps, touch));
+        match refused {
+            None => assert!(got.is_ok(), "{:?}", got.err()),
+            Some(why) => assert!(got.as_ref().err().is_some_and(|e| e.contains(why)), "{:?}", got.err()),
+        }
+    }
+
+    #[test]
+    fn a_whitespace_only_instruction_file_is_refused_in_a_section_case() {
+        let r = claude();
+        let mut s = section_case("", "");
+        s.tree.insert("pkg/AGENTS.md".into(), TreeValue::File(b" \n\t\n".to_vec()));
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert!(err.starts_with("pkg/AGENTS.md holds only whitespace"), "{err}");
+        s.profile = "modules".into();
+        assert!(Dialect::new(&r).translate(&s).is_ok());
+    }
+
+    #[test]
+    fn a_root_file_case_expecting_the_lowercase_fallback_is_refused() {
+        let r = claude();
+        let mut s = section_case("", "");
+        s.profile = "root-file".into();
+        assert!(Dialect::new(&r).translate(&s).is_ok());
+        s.tree.insert("agents.md".into(), TreeValue::File(b"Run make.\n".to_vec()));
+        assert!(Dialect::new(&r).translate(&s).is_ok(), "a fallback no step expects is only a canary");
+        let expect: crate::case::scenario::Expect =
+            reference::yaml::from_str("startup: [{path: agents.md, kind: root}]").unwrap();
+        s.steps.push(crate::case::scenario::Step { action: Action::NextRequest(None), expect: Some(expect) });
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert_eq!(
+            err,
+            "claude-code has no name for seed 003's agents.md (recipe dialect.names maps seed 000's names only)"
+        );
+    }
+
+    #[test]
+    fn an_instruction_file_deeper_than_the_extractor_looks_is_refused() {
+        let r = claude();
+        let mut s = section_case("", "");
+        let at = |folders: usize| format!("{}AGENTS.md", "d/".repeat(folders));
+        s.tree.insert(at(super::super::extract::MAX_DEPTH - 1), TreeValue::File(b"# Deep\n".to_vec()));
+        assert!(Dialect::new(&r).translate(&s).is_ok());
+        s.tree.insert(at(super::super::extract::MAX_DEPTH), TreeValue::File(b"# Deeper\n".to_vec()));
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert!(err.contains("lies 40 folders deep"), "{err}");
+    }
+
+    #[test]
+    fn deleting_an_instruction_file_is_refused_in_a_section_case() {
+        let r = claude();
+        let mut s = section_case("", "");
+        s.steps.push(crate::case::scenario::Step { action: Action::Delete("AGENTS.md".into()), expect: None });
+        let err = Dialect::new(&r).translate(&s).unwrap_err();
+        assert!(err.starts_with("the case deletes or renames AGENTS.md"), "{err}");
+        let mut other = section_case("", "");
+        other.steps.push(crate::case::scenario::Step { action: Action::Delete("src/x.ts".into()), expect: None });
+        assert!(Dialect::new(&r).translate(&other).is_ok());
     }
 }

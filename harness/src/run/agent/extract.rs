@@ -22,7 +22,7 @@ use super::api::{Place, Segment};
 /// The most entries the walk looks at; a bigger tree is searched for its first ones only.
 const MAX_ENTRIES: usize = 20_000;
 /// The deepest folder the walk enters.
-const MAX_DEPTH: usize = 40;
+pub(crate) const MAX_DEPTH: usize = 40;
 /// The most bytes read of one file: beyond every cap of the seeds (256 KiB), plus one.
 const MAX_FILE_BYTES: u64 = (1 << 20) + 1;
 /// The shortest prefix reported as a cut: shorter ones are too likely to occur by chance.
@@ -657,6 +657,24 @@ mod tests {
     }
 
     const P: &str = "/p/project";
+
+    /// The dialect refuses a case with a file deeper than this (dialect.rs): the walk must find
+    /// every file at that bound and none past it.
+    #[test]
+    fn the_walk_finds_files_down_to_max_depth_segments_below_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let deepest = format!("{}AGENTS.md", "d/".repeat(MAX_DEPTH - 1));
+        let past = format!("{}AGENTS.md", "d/".repeat(MAX_DEPTH));
+        for rel in [&deepest, &past] {
+            let path = project.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "# Deep\n").unwrap();
+        }
+        let found: Vec<String> =
+            candidates(dir.path(), &project, &["AGENTS.md"], None).into_iter().map(|c| c.rel).collect();
+        assert_eq!(found, [deepest]);
+    }
 
     #[test]
     fn a_named_file_is_found_where_it_sits() {

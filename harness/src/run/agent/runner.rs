@@ -36,7 +36,9 @@ use super::recipe::Recipe;
 use super::server::{Handler, Incoming, Server};
 use crate::case::scenario::Scenario;
 use crate::run::implementation::{ImplError, Implementation};
-use crate::run::wire::{Hello, Observation, OpenCase, StepOp, ToolCall, WireActivation, WireFile, WireModule};
+use crate::run::wire::{
+    Hello, Observation, OpenCase, StepOp, ToolCall, WireActivation, WireFile, WireModule, WireSection,
+};
 
 /// How long a CLI gets to exit after the scripted model's last answer before its group is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
@@ -155,6 +157,13 @@ struct Live {
     queued: Vec<ToolCall>,
     process: Option<Process>,
     root: PathBuf,
+    /// The CLI's working directory: the case's `options.cwd` where it sets one, else the root.
+    cwd: PathBuf,
+    /// The case's profile: `section` and `root-file` cases observe a section too.
+    profile: String,
+    /// Seed 002's section root, relative to the project root in /-form ("" for the root itself):
+    /// the paths of `section.files` are relative to it.
+    section_root: String,
     sandbox: PathBuf,
     home: PathBuf,
     /// How often each (path, content) occurs in the request before: one more now is a send.
@@ -237,7 +246,7 @@ impl Agent {
         };
         let mut cmd = Command::new(&self.program);
         cmd.args(args.iter().map(|a| fill(a)));
-        cmd.current_dir(&live.root);
+        cmd.current_dir(&live.cwd);
         cmd.env_clear();
         let mut path = Vec::new();
         if let Some(dir) = &self.node_dir {
@@ -379,6 +388,7 @@ impl Agent {
     /// a new send shows as an activation.
     fn startup(&mut self, main: Main) -> Result<Observation, ImplError> {
         let found = self.found(&main, |s| s.message <= 1)?;
+        let startup_found = found.clone();
         let everything = self.found(&main, |_| true)?;
         let (leaks, total) = self.leaked(&main, &everything)?;
         let translated = self.translated()?.clone();
@@ -416,14 +426,16 @@ impl Agent {
             files.push((f.at, file, note));
         }
         files.sort_by_key(|(at, _, _)| *at);
+        let section = self.section(&startup_found)?;
         let (files, notes): (Vec<WireFile>, Vec<String>) = files.into_iter().map(|(_, f, n)| (f, n)).unzip();
         self.notes.extend(notes);
-        Ok(Observation { startup: Some(files), ..Observation::default() })
+        Ok(Observation { startup: Some(files), section, ..Observation::default() })
     }
 
     /// The activation observation of the request that carries a batch's results.
     fn activation(&mut self, main: Main) -> Result<Observation, ImplError> {
         let found = self.found(&main, |_| true)?;
+        let section = self.section(&found)?;
         let (leaks, total) = self.leaked(&main, &found)?;
         let failed = api::failed_results(self.api(), &main.body);
         let translated = self.translated()?.clone();
@@ -503,13 +515,39 @@ impl Agent {
         }
         self.notes.extend(notes);
         if modules.is_empty() {
-            return Ok(Observation::default());
+            return Ok(Observation { section, ..Observation::default() });
         }
         let rendered = pieces;
         Ok(Observation {
             activation: Some(WireActivation { modules, rendered: rendered.join("\n") }),
+            section,
             ..Observation::default()
         })
+    }
+
+    /// The section a section or root-file case observes in a request (seed 002, "Discovery";
+    /// seed 003, "Decision"): the case's files whose content reached the model in `found`, in the
+    /// order they first appear, named relative to the section root as seed 002's headers name
+    /// them ("<path relative to the project root>"). A file found only cut is listed too (its cut
+    /// is in the notes). The text, whether it was rewritten and what a closing line names are not
+    /// what the CLI sends, so they are left empty and never compared
+    /// ([`Implementation::unobservable`]). Other profiles observe none.
+    fn section(&self, found: &[Found]) -> Result<Option<WireSection>, ImplError> {
+        let live = self.live.as_ref().ok_or_else(|| ImplError::Refused("no case is open".into()))?;
+        if live.profile != "section" && live.profile != "root-file" {
+            return Ok(None);
+        }
+        let translated = self.translated()?;
+        let mut order: Vec<&Found> = found.iter().collect();
+        order.sort_by_key(|f| f.at);
+        let mut files: Vec<String> = Vec::new();
+        for f in order {
+            let path = rebase(&translated.back(f.named.0.as_deref().unwrap_or(&f.rel)), &live.section_root);
+            if !files.contains(&path) {
+                files.push(path);
+            }
+        }
+        Ok(Some(WireSection { text: String::new(), rewritten: false, files, omitted: Vec::new() }))
     }
 
     /// The scripted calls for the queued touches.
@@ -517,6 +555,7 @@ impl Agent {
         let live = self.live()?;
         let queued = std::mem::take(&mut live.queued);
         let root = live.root.clone();
+        let cwd = live.cwd.clone();
         let mut n = live.calls;
         let mut out = Vec::new();
         let tools = &self.recipe.tools;
@@ -537,7 +576,8 @@ impl Agent {
         let mut reads: BTreeMap<String, usize> = BTreeMap::new();
         let mut made = Vec::new();
         for call in &queued {
-            let path = absolute(&root, &call.path);
+            // A relative touch is the CLI's: relative to its working directory.
+            let path = absolute(&cwd, &call.path);
             let key = call.tool.as_str();
             let later_folder = path
                 .strip_prefix(&root)
@@ -634,6 +674,41 @@ fn placeholder(root: &Path, path: &Path) -> bool {
         .is_ok()
 }
 
+/// Seed 002's section root for a CLI working in `cwd`, relative to the project `root` in /-form:
+/// the first folder at or above `cwd` that holds `.git` ("Walk up from cwd until a
+/// projectRootMarkers entry is found (.git by default)"), looked for no higher than the sandbox
+/// (the root's parent), else `cwd` itself. A folder outside the root is in `../` form.
+fn section_root(root: &Path, cwd: &Path) -> String {
+    let sandbox = root.parent().unwrap_or(root);
+    let found = cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(sandbox))
+        .find(|d| d.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(cwd);
+    rebase(&found.to_string_lossy(), &root.to_string_lossy())
+}
+
+/// A /-form path `rel` (relative to some folder) made relative to `base` (relative to the same
+/// folder), with `..` where it lies outside `base`; "" for `base` itself.
+fn rebase(rel: &str, base: &str) -> String {
+    let parts = |p: &str| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for seg in p.split('/').filter(|x| !x.is_empty() && *x != ".") {
+            if seg == ".." && out.last().is_some_and(|l| l != "..") {
+                out.pop();
+            } else {
+                out.push(seg.to_string());
+            }
+        }
+        out
+    };
+    let (path, base) = (parts(rel), parts(base));
+    let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    let mut out: Vec<String> = std::iter::repeat_n("..".to_string(), base.len() - common).collect();
+    out.extend(path.into_iter().skip(common));
+    out.join("/")
+}
+
 /// A touched path, absolute.
 fn absolute(root: &Path, path: &str) -> PathBuf {
     let p = Path::new(path);
@@ -705,7 +780,16 @@ impl Implementation for Agent {
     }
 
     fn unobservable(&self) -> &'static [&'static str] {
-        &["diagnostics", "blocked", "escaped", "failed"]
+        &[
+            "diagnostics",
+            "blocked",
+            "escaped",
+            "failed",
+            "prompt",
+            "section.text",
+            "section.rewritten",
+            "section.omitted",
+        ]
     }
 
     fn shows_blank_files(&self) -> bool {
@@ -733,6 +817,8 @@ impl Implementation for Agent {
         self.notes.clear();
         self.transcript = None;
         let root = PathBuf::from(&open.root);
+        let cwd = open.options.as_ref().and_then(|o| o.cwd.as_deref()).map_or_else(|| root.clone(), PathBuf::from);
+        let section_root = section_root(&root, &cwd);
         let sandbox = root.parent().map(Path::to_path_buf).unwrap_or_else(|| root.clone());
         let home = sandbox.join("home");
         std::fs::create_dir_all(home.join("tmp"))
@@ -772,6 +858,9 @@ impl Implementation for Agent {
             queued: Vec::new(),
             process: None,
             root,
+            cwd,
+            profile: open.profile.clone(),
+            section_root,
             sandbox,
             home,
             counts: BTreeMap::new(),
@@ -795,7 +884,10 @@ impl Implementation for Agent {
                 self.live()?.queued.push(call.clone());
                 Ok(Observation::default())
             }
-            StepOp::NextRequest { .. } => {
+            StepOp::NextRequest { calls, .. } => {
+                // A section case's touches come with the round that sees them (FORMAT.md, "The
+                // section sees calls with the next round"); the CLI makes them in this batch.
+                self.live()?.queued.extend(calls.iter().cloned());
                 let calls = self.calls()?;
                 if calls.is_empty() {
                     // Nothing to send without a noop tool: the CLI makes no request, so none is observed.
@@ -865,4 +957,36 @@ fn transcript_line(x: &super::server::Exchange) -> Value {
         "status": x.status,
         "reply": x.reply,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[rstest::rstest]
+    #[case("AGENTS.md", "", "AGENTS.md")]
+    #[case("packages/api/AGENTS.md", "packages/api", "AGENTS.md")]
+    #[case("packages/AGENTS.md", "packages/api", "../AGENTS.md")]
+    #[case("AGENTS.md", "packages/api", "../../AGENTS.md")]
+    #[case("../AGENTS.md", "", "../AGENTS.md")]
+    #[case("pkg/./a/../AGENTS.md", "pkg", "AGENTS.md")]
+    #[case("/tmp/s/project/sub", "/tmp/s/project", "sub")]
+    #[case("/tmp/s/project", "/tmp/s/project", "")]
+    fn paths_are_rebased_onto_the_section_root(#[case] rel: &str, #[case] base: &str, #[case] want: &str) {
+        assert_eq!(rebase(rel, base), want);
+    }
+
+    #[test]
+    fn the_section_root_is_the_nearest_git_folder_at_or_above_cwd_else_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        let cwd = root.join("packages/api");
+        std::fs::create_dir_all(&cwd).unwrap();
+        assert_eq!(section_root(&root, &cwd), "packages/api");
+        std::fs::create_dir(root.join(".git")).unwrap();
+        assert_eq!(section_root(&root, &cwd), "");
+        std::fs::write(root.join("packages/.git"), "gitdir: elsewhere\n").unwrap();
+        assert_eq!(section_root(&root, &cwd), "packages");
+        assert_eq!(section_root(&root, &root), "");
+    }
 }
