@@ -147,3 +147,42 @@ fn the_matrix_writes_a_page_per_failing_case() {
         serde_json::from_str(&std::fs::read_to_string(out.join("matrix.json")).unwrap()).unwrap();
     assert_eq!(json["implementations"].as_array().unwrap().len(), 2);
 }
+
+/// The saved report of the whole corpus is bigger than any case file may be (4 MiB): `report`
+/// renders it in every format, and the JSON it renders is the report again.
+#[test]
+fn the_whole_corpus_report_renders_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("all.json");
+    let (code, _, err) = conformance(&["run", "--jobs", "2", "--output", &format!("json={}", saved.display())]);
+    assert_eq!(code, 0, "{err}");
+    let size = std::fs::metadata(&saved).unwrap().len();
+    assert!(size > harness::util::input::MAX_CASE_FILE_BYTES, "the corpus's report is only {size} bytes");
+    let path = saved.to_string_lossy().into_owned();
+    let whole: serde_json::Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    let cases = whole["results"].as_array().map_or(0, Vec::len);
+    assert!(cases > 600, "{cases} results");
+    for format in ["human", "json", "junit", "markdown", "badge"] {
+        let (code, out, err) = conformance(&["report", &path, "--format", format]);
+        assert_eq!(code, 0, "{format}: {err}");
+        assert!(!out.is_empty(), "{format}: nothing rendered");
+        match format {
+            "json" => {
+                let again: serde_json::Value = serde_json::from_str(&out).unwrap();
+                assert_eq!(again["results"].as_array().map(Vec::len), Some(cases), "{format}");
+            }
+            "junit" => assert_eq!(out.matches("<testcase ").count(), cases, "{format}"),
+            "human" => assert!(out.contains(&format!("{cases} cases")), "{format}: {out}"),
+            "markdown" => {
+                // Every case is counted once in its area's row.
+                let counted: usize = out
+                    .lines()
+                    .filter(|l| l.starts_with("| ") && !l.starts_with("| area"))
+                    .flat_map(|l| l.split('|').skip(2).filter_map(|c| c.trim().parse::<usize>().ok()))
+                    .sum();
+                assert_eq!(counted, cases, "{format}: {out}");
+            }
+            _ => assert!(out.contains("schemaVersion"), "{format}: {out}"),
+        }
+    }
+}

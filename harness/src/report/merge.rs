@@ -61,9 +61,8 @@ fn quote_opt(s: Option<&str>) -> String {
 /// Reads a saved report. The error names the file and, for a malformed one, the field
 /// (`missing field `results``, `'shard' is 5/4`).
 pub fn read(path: &Path) -> Result<Saved, String> {
-    let text = crate::util::input::read_text(path, crate::util::input::Kind::Report)
+    let wire: Wire = crate::util::input::read_json(path, crate::util::input::Kind::Report)
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let wire: Wire = serde_json::from_str(&text).map_err(|e| format!("{}: not a JSON report: {e}", path.display()))?;
     if let Some(s) = wire.run.shard {
         if s.of == 0 || s.index == 0 || s.index > s.of {
             return Err(format!("{}: 'shard' is {s} (expected 1 <= index <= of)", path.display()));

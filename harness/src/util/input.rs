@@ -80,6 +80,8 @@ pub enum ErrorKind {
     TooLarge,
     /// The file is not UTF-8.
     NotUtf8,
+    /// The file is not the document it should be (a JSON report that does not parse).
+    Parse,
     /// Opening or reading failed otherwise.
     Io,
 }
@@ -103,6 +105,7 @@ impl Error {
             ErrorKind::NotRegular => "input.not_regular",
             ErrorKind::TooLarge => "input.too_large",
             ErrorKind::NotUtf8 => "input.not_utf8",
+            ErrorKind::Parse => "input.parse",
             ErrorKind::Io => "input.io",
         }
     }
@@ -150,6 +153,58 @@ fn over(kind: Kind, bytes: u64) -> Error {
 ///
 /// POSIX only, like the rest of the harness: the flags are Linux's and every BSD's.
 pub fn read_text(file: &Path, kind: Kind) -> Result<String, Error> {
+    let (f, max) = open(file, kind)?;
+    // The size was checked, but a file may grow between the check and the read (or report a size
+    // of 0, as procfs does): the read itself stops one byte past the bound.
+    let mut bytes = Vec::new();
+    f.take(max + 1).read_to_end(&mut bytes).map_err(|e| error(ErrorKind::Io, format!("cannot read: {e}")))?;
+    if bytes.len() as u64 > max {
+        return Err(over(kind, bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        error(
+            ErrorKind::NotUtf8,
+            format!("is not utf-8 (first invalid byte at offset {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+/// Reads the JSON document `file` as [`read_text`] reads a text, but streamed: parsed as it is
+/// read, never held whole, and never read past `kind`'s bound and one byte. A parse error is
+/// [`ErrorKind::Parse`] and says where (`line L column C`); invalid UTF-8 is one too.
+pub fn read_json<T: serde::de::DeserializeOwned>(file: &Path, kind: Kind) -> Result<T, Error> {
+    let (f, max) = open(file, kind)?;
+    struct Counted<R> {
+        inner: R,
+        read: u64,
+    }
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read += n as u64;
+            Ok(n)
+        }
+    }
+    let mut counted = Counted { inner: std::io::BufReader::new(f.take(max + 1)), read: 0 };
+    let parsed = {
+        let mut de = serde_json::Deserializer::from_reader(&mut counted);
+        T::deserialize(&mut de).and_then(|v| de.end().map(|()| v))
+    };
+    // A file that grew past the bound since its size was looked at is refused as too big, whatever
+    // the parse of its first bytes made of it.
+    if counted.read > max {
+        return Err(over(kind, counted.read));
+    }
+    parsed.map_err(|e| {
+        let kind = if e.is_io() { ErrorKind::Io } else { ErrorKind::Parse };
+        error(kind, format!("not a JSON report: {}", clip(&e.to_string())))
+    })
+}
+
+/// Opens `file` for reading as `kind`: without following a link where `kind` follows none, never
+/// blocking on a FIFO, a regular file only, and at most `kind`'s bound by its size. Returns the
+/// file and the bound.
+fn open(file: &Path, kind: Kind) -> Result<(fs::File, u64), Error> {
     let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
     if !kind.follows_links() {
         flags |= libc::O_NOFOLLOW;
@@ -174,19 +229,7 @@ pub fn read_text(file: &Path, kind: Kind) -> Result<String, Error> {
     if meta.len() > max {
         return Err(over(kind, meta.len()));
     }
-    // The size was checked, but a file may grow between the check and the read (or report a size
-    // of 0, as procfs does): the read itself stops one byte past the bound.
-    let mut bytes = Vec::new();
-    f.take(max + 1).read_to_end(&mut bytes).map_err(|e| error(ErrorKind::Io, format!("cannot read: {e}")))?;
-    if bytes.len() as u64 > max {
-        return Err(over(kind, bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        error(
-            ErrorKind::NotUtf8,
-            format!("is not utf-8 (first invalid byte at offset {})", e.utf8_error().valid_up_to()),
-        )
-    })
+    Ok((f, max))
 }
 
 /// The most bytes of a message about an input that are shown: a parser's message may quote the
@@ -270,6 +313,30 @@ mod tests {
         let long = format!("a{}", "é".repeat(1000));
         let clipped = clip(&long);
         assert!(clipped.starts_with(&long[..1023]) && clipped.ends_with("… (978 more bytes not shown)"), "{clipped}");
+    }
+
+    #[test]
+    fn a_json_report_is_read_streamed_within_the_same_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.json");
+        std::fs::write(&p, "{\"a\": [1, 2]}\n").unwrap();
+        let v: serde_json::Value = read_json(&p, Kind::Report).unwrap();
+        assert_eq!(v["a"][1], 2);
+        // Where it does not parse, and what follows a document.
+        std::fs::write(&p, "{\"a\":\n  [1, }").unwrap();
+        let e = read_json::<serde_json::Value>(&p, Kind::Report).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Parse);
+        assert!(e.message.contains("line 2 column"), "{}", e.message);
+        std::fs::write(&p, "{} {}").unwrap();
+        assert_eq!(read_json::<serde_json::Value>(&p, Kind::Report).unwrap_err().kind, ErrorKind::Parse);
+        // A FIFO, a device and a file past the bound are refused as read_text refuses them.
+        let e = read_json::<serde_json::Value>(&fifo(dir.path()), Kind::Report).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotRegular);
+        let e = read_json::<serde_json::Value>(Path::new("/dev/zero"), Kind::Report).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotRegular);
+        let big = std::fs::File::create(&p).unwrap();
+        big.set_len(Kind::Report.max_bytes() + 1).unwrap();
+        assert_eq!(read_json::<serde_json::Value>(&p, Kind::Report).unwrap_err().kind, ErrorKind::TooLarge);
     }
 
     #[test]
