@@ -83,3 +83,30 @@ fn a_refused_zero_option_differs_from_its_decision() {
     let (code, _) = run("refuse-zero-options", &["--filter", "s-sub-015", "--level", "seed"]);
     assert_eq!(code, 0);
 }
+
+/// A loader that writes into the project (a cache file at its root) fails every case whose tree is
+/// on disk, each naming the path, and differs only from D-TREE-1 there: `--level seed` passes it.
+/// A case whose tree is sent in memory (a Windows or managed target) has no project on disk to
+/// write into.
+#[test]
+fn a_loader_that_writes_into_the_project_fails_every_host_case_naming_the_path() {
+    let (code, report) = run("write-project", &[]);
+    assert_eq!(code, 1, "write-project passed");
+    let results = report["results"].as_array().unwrap();
+    let mut failed = 0;
+    for r in results {
+        let name = r["name"].as_str().unwrap_or("");
+        let in_memory = ["windows", "managed"].iter().any(|p| name.contains(p));
+        if r["status"] == "PASS" {
+            assert!(in_memory, "{name} passed, though its tree is on disk");
+            continue;
+        }
+        failed += 1;
+        assert_eq!(r["status"], "FAIL", "{name}: {r}");
+        assert_eq!(r["decision"], "D-TREE-1", "{name}: {r}");
+        assert!(r.to_string().contains("created project/.loader-cache"), "{name}: the path is not named");
+    }
+    assert!(failed > 600, "only {failed} cases failed");
+    let (code, _) = run("write-project", &["--level", "seed", "--filter", "modules/nested/"]);
+    assert_eq!(code, 0, "a difference from a decision failed --level seed");
+}

@@ -23,7 +23,10 @@
 //! sentences and must fail `--level seed`; the last differs only from D-CONTENT-1 and the layout
 //! decisions, and must pass it (harness/tests/verdict_strength.rs); `refuse-zero-options` (an
 //! `open` whose options set a number to 0 is refused with `refused_option`, as seed 002's own
-//! package refuses one at construction: a difference from the decision that gives 0 its meaning).
+//! package refuses one at construction: a difference from the decision that gives 0 its meaning);
+//! `write-project` (writes a cache file, `.loader-cache`, into the root of every host case it
+//! opens, as a loader that keeps its state in the project: a difference from D-TREE-1 in every
+//! case whose tree is on disk).
 
 use std::io::{self, BufRead, BufReader, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -46,6 +49,7 @@ const BUGS: &[&str] = &[
     "section-drop-closing",
     "strip-final-newline",
     "refuse-zero-options",
+    "write-project",
 ];
 
 fn main() -> ExitCode {
@@ -113,6 +117,15 @@ fn proxy(bug: &str, command: &str) -> io::Result<()> {
             }
         };
         mutate(bug, &request, &mut value);
+        if bug == "write-project" && request.get("type").and_then(Value::as_str) == Some("open") {
+            // Only a root on this host's disk (an in-memory tree has nothing to write into).
+            if let Some(root) = request.pointer("/open/root").and_then(Value::as_str) {
+                let root = std::path::Path::new(root);
+                if root.is_absolute() && root.is_dir() {
+                    let _ = std::fs::write(root.join(".loader-cache"), "cached\n");
+                }
+            }
+        }
         if bug == "leak-canaries" && request.pointer("/step/op").and_then(Value::as_str) == Some("touch") {
             if let Some(obs) = value.get_mut("observation") {
                 let leaked = json!({"code": "file.unreadable", "path": "", "message": canaries.join(" ")});

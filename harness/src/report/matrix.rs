@@ -576,14 +576,20 @@ pub fn write_with_bench(
     );
     body.push_str("<table>\n<tr><th>profile/area</th>");
     for col in columns {
-        let _ = write!(
-            body,
-            "<th>{}<br><small>{} {} ({})</small></th>",
-            esc(&col.name),
-            esc(&col.hello.name),
-            esc(&col.hello.version),
-            esc(&col.hello.language)
-        );
+        // What the column's name does not say already: the hello's name, its version, its language
+        // (an agent's column `claude-code@2.1.332` is the hello's name and holds its version).
+        let mut small: Vec<&str> = Vec::new();
+        if col.hello.name != col.name {
+            small.push(&col.hello.name);
+        }
+        if !col.name.ends_with(&format!("@{}", col.hello.version))
+            && !col.name.ends_with(&format!(" {}", col.hello.version))
+        {
+            small.push(&col.hello.version);
+        }
+        let language = format!("({})", col.hello.language);
+        small.push(&language);
+        let _ = write!(body, "<th>{}<br><small>{}</small></th>", esc(&col.name), esc(&small.join(" ")));
     }
     body.push_str("</tr>\n");
     for (n, (area, cells)) in rows.iter().enumerate() {

@@ -11,6 +11,7 @@ use crate::case::scenario::Failure;
 use crate::case::scenario::{Action, Basis, Expect, Platform, Scenario};
 use crate::case::tree::{default_root, display_root, MemModel, Sandbox};
 use crate::judge::compare::{compare, Context, Mismatch};
+use crate::judge::untouched::Snapshot;
 use crate::run::implementation::{ImplError, Implementation};
 use crate::run::wire::{
     CasePlatform, Hello, Observation, OpenCase, ScriptStep, SectionOptions, StepOp, ToolCall, TreeEdit, WireLocal,
@@ -200,7 +201,43 @@ struct Running {
     root_display: String,
     /// Section calls not yet delivered: each reaches the section with its scope's next round.
     pending: Vec<(Option<String>, ToolCall)>,
+    /// The sandbox as the implementation was last given it (D-TREE-1).
+    given: Snapshot,
 }
+
+impl Running {
+    /// What the sandbox holds now, but the fake HOME (an agent CLI's own).
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::take(&self.sandbox.dir, &["home"])
+    }
+
+    /// What the implementation changed in the sandbox since it was given it, as mismatches of
+    /// D-TREE-1; the tree as it is now is the given one from here on, so a change is named once.
+    /// `allowed` paths (relative to the sandbox) may change.
+    fn changed(&mut self, allowed: &dyn Fn(&str) -> bool) -> Vec<Mismatch> {
+        let now = self.snapshot();
+        let changes = self.given.changes(&now, allowed);
+        self.given = now;
+        if changes.is_empty() {
+            return Vec::new();
+        }
+        const SHOWN: usize = 20;
+        let more = changes.len().saturating_sub(SHOWN);
+        let mut actual = changes.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+        if more > 0 {
+            actual.push_str(&format!(" and {more} more"));
+        }
+        vec![Mismatch {
+            field: "tree (left as the steps left it)".into(),
+            expected: "nothing created, changed or deleted by the implementation".into(),
+            actual,
+            basis: Basis::Decision(UNTOUCHED.into()),
+        }]
+    }
+}
+
+/// The decision that an implementation leaves the case's tree as the steps left it.
+const UNTOUCHED: &str = "D-TREE-1";
 
 fn prepare(s: &Scenario) -> Result<Running, String> {
     prepare_in(s, Sandbox::new()?)
@@ -273,7 +310,16 @@ fn prepare_in(s: &Scenario, sandbox: Sandbox) -> Result<Running, String> {
         options: section_options(s, &sandbox)?,
         prompt: s.prompt,
     };
-    Ok(Running { root_display: display_root(s.platform, &root), sandbox, open, mem, pending: Vec::new() })
+    let mut running = Running {
+        root_display: display_root(s.platform, &root),
+        sandbox,
+        open,
+        mem,
+        pending: Vec::new(),
+        given: Snapshot::default(),
+    };
+    running.given = running.snapshot();
+    Ok(running)
 }
 
 /// The session's rows and accounts with their paths (bound Projects, policies, working
@@ -436,7 +482,11 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
 
 /// Runs one step live.
 fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Result<Observation, ImplError> {
-    match plan(r, action)? {
+    let planned = plan(r, action)?;
+    // The harness's own edits of the step are made: what the tree holds now is what the
+    // implementation is given.
+    r.given = r.snapshot();
+    match planned {
         Planned::Op(op) => imp.step(&op),
         Planned::Restart(open) => imp.restart(&open),
         Planned::NewSession(open) => {
@@ -589,9 +639,31 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
     } else {
         None
     };
+    // The paths an implementation may make in the tree: for an agent CLI, the touched files the
+    // tree lacks, made for its read (and their folders); for anything else, none.
+    let touched: Vec<String> = if imp.makes_touched_files() {
+        run_s
+            .steps
+            .iter()
+            .filter_map(|st| match &st.action {
+                Action::Touch(t) => Some(format!("project/{}", t.path.strip_prefix("{root}/").unwrap_or(&t.path))),
+                _ => None,
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let allowed = |p: &str| touched.iter().any(|t| t == p || t.strip_prefix(p).is_some_and(|r| r.starts_with('/')));
+    let mut left = Vec::new();
+    let whole_steps = whole.as_ref().map(Vec::len);
+    if whole.is_some() {
+        left = running.changed(&allowed);
+    }
     let mut whole = whole.map(Vec::into_iter);
     if whole.is_none() {
-        if let Err(e) = imp.open(&running.open) {
+        let opened = imp.open(&running.open);
+        left = running.changed(&allowed);
+        if let Err(e) = opened {
             match refused_option(s, &e) {
                 Some(m) => {
                     let action = s.steps.first().map_or("start", |st| action_name(&st.action)).to_string();
@@ -650,6 +722,14 @@ pub fn run_case(imp: &mut dyn Implementation, ctx: &RunContext<'_>, case: &Case)
             Some(expect) => compare(&cmp, expect, &obs),
             None => Vec::new(),
         };
+        // What the implementation changed in the tree: at open (named with the first step), in
+        // this step, or, for a one-shot run, in the whole run (named with its last step).
+        if whole.is_none() {
+            left.extend(running.changed(&allowed));
+        }
+        if whole.is_none() || whole_steps == Some(index + 1) {
+            mismatches.append(&mut left);
+        }
         if !s.canaries.is_empty() {
             let text = serde_json::to_string(&obs).unwrap_or_default();
             for canary in s.canaries.iter().filter(|c| text.contains(c.as_str())) {

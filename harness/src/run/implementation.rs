@@ -109,6 +109,12 @@ pub trait Implementation {
     fn shows_blank_files(&self) -> bool {
         true
     }
+    /// Whether it makes a touched file the tree lacks before it reads it (an agent CLI's read of a
+    /// missing file fails, so the runner makes it): those paths and their folders may appear in
+    /// the tree (D-TREE-1). The default is false.
+    fn makes_touched_files(&self) -> bool {
+        false
+    }
     /// How the implementation's network is confined, for the report. The default is none (not
     /// a networked implementation).
     fn network(&self) -> Option<String> {
@@ -388,6 +394,9 @@ impl Implementation for WithDeclared {
     }
     fn shows_blank_files(&self) -> bool {
         self.inner.shows_blank_files()
+    }
+    fn makes_touched_files(&self) -> bool {
+        self.inner.makes_touched_files()
     }
     fn network(&self) -> Option<String> {
         self.inner.network()

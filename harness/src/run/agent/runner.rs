@@ -796,6 +796,10 @@ impl Implementation for Agent {
         self.recipe.dialect.names_files
     }
 
+    fn makes_touched_files(&self) -> bool {
+        true
+    }
+
     fn take_wait(&mut self) -> Option<Duration> {
         self.wait.take()
     }
