@@ -223,7 +223,13 @@ impl Running {
         }
         const SHOWN: usize = 20;
         let more = changes.len().saturating_sub(SHOWN);
-        let mut actual = changes.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+        // The names are the implementation's: each is cut, as any field of a report is.
+        let shown: Vec<String> = changes
+            .iter()
+            .take(SHOWN)
+            .map(|c| crate::report::escape::cut(c, crate::report::escape::FIELD_MAX).into_owned())
+            .collect();
+        let mut actual = shown.join(", ");
         if more > 0 {
             actual.push_str(&format!(" and {more} more"));
         }
@@ -484,8 +490,10 @@ fn plan(r: &mut Running, action: &Action) -> Result<Planned, ImplError> {
 fn drive(imp: &mut dyn Implementation, r: &mut Running, action: &Action) -> Result<Observation, ImplError> {
     let planned = plan(r, action)?;
     // The harness's own edits of the step are made: what the tree holds now is what the
-    // implementation is given.
-    r.given = r.snapshot();
+    // implementation is given (after any other step it is what it was last given).
+    if r.mem.is_none() && matches!(action, Action::Write(_) | Action::Delete(_) | Action::Rename(_)) {
+        r.given = r.snapshot();
+    }
     match planned {
         Planned::Op(op) => imp.step(&op),
         Planned::Restart(open) => imp.restart(&open),
