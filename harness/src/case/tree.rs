@@ -60,7 +60,9 @@ impl Sandbox {
         let (tree, tree_guard) = crate::util::cleanup::temp_dir("conformance-")?;
         let (state, state_guard) = crate::util::cleanup::temp_dir("conformance-state-")?;
         let state_dir = fs::canonicalize(state.path()).map_err(|e| format!("{}: {e}", state.path().display()))?;
-        let mut sandbox = Sandbox::in_dir(tree.path(), &state_dir)?;
+        // Not `in_dir`: a signal's cleanup may remove the new folder at once, and a
+        // `create_dir_all` here would make it again behind the cleanup's back.
+        let mut sandbox = Sandbox::at(tree.path(), &state_dir)?;
         sandbox.owned = Some(std::sync::Arc::new(Owned { _dirs: vec![(tree, tree_guard), (state, state_guard)] }));
         Ok(sandbox)
     }
@@ -69,6 +71,11 @@ impl Sandbox {
     /// `state`, which must exist and lie outside `dir`.
     pub fn in_dir(dir: &Path, state: &Path) -> Result<Sandbox, String> {
         fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Sandbox::at(dir, state)
+    }
+
+    /// A sandbox in the existing folder `dir`, its state directories made in `state`.
+    fn at(dir: &Path, state: &Path) -> Result<Sandbox, String> {
         let dir = fs::canonicalize(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let state = fs::canonicalize(state).map_err(|e| format!("{}: {e}", state.display()))?;
         if state.starts_with(&dir) {
