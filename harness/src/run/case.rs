@@ -819,32 +819,28 @@ fn observable(e: &Expect, hidden: &[&str]) -> Expect {
 /// blank files leave no trace), and their paths. A blank file is one whose expected content is
 /// empty or whitespace, or whose SHA-256 is the empty text's.
 fn without_unseen_blanks(e: &Expect, obs: &Observation) -> (Expect, Vec<String>) {
-    const EMPTY_SHA256: &str = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    let empty = reference::sha256_hex(b"");
     let blank = |content: &Option<String>, sha: &Option<String>| {
-        content.as_deref().is_some_and(|c| c.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}').is_empty())
-            || sha.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(EMPTY_SHA256))
+        content.as_deref().is_some_and(|c| crate::run::agent::extract::js_trim(c).is_empty())
+            || sha.as_deref().is_some_and(|h| h.eq_ignore_ascii_case(&empty))
+    };
+    let mut dropped = Vec::new();
+    // Keeps an expected file unless it is blank and `shown` lacks its path.
+    let mut keep = |path: &str, content: &Option<String>, sha: &Option<String>, shown: &[&str]| {
+        let unseen = blank(content, sha) && !shown.contains(&path);
+        if unseen {
+            dropped.push(path.to_string());
+        }
+        !unseen
     };
     let mut e = e.clone();
-    let mut dropped = Vec::new();
+    let shown: Vec<&str> = obs.startup.iter().flatten().map(|f| f.path.as_str()).collect();
     if let Some(startup) = e.startup.as_mut() {
-        let shown: Vec<&str> = obs.startup.iter().flatten().map(|f| f.path.as_str()).collect();
-        startup.retain(|f| {
-            let unseen = blank(&f.content, &f.sha256) && !shown.contains(&f.path.as_str());
-            if unseen {
-                dropped.push(f.path.clone());
-            }
-            !unseen
-        });
+        startup.retain(|f| keep(&f.path, &f.content, &f.sha256, &shown));
     }
+    let shown: Vec<&str> = obs.activation.iter().flat_map(|a| a.modules.iter()).map(|m| m.path.as_str()).collect();
     if let Some(modules) = e.activation.as_mut() {
-        let shown: Vec<&str> = obs.activation.iter().flat_map(|a| a.modules.iter()).map(|m| m.path.as_str()).collect();
-        modules.retain(|m| {
-            let unseen = blank(&m.content, &m.sha256) && !shown.contains(&m.path.as_str());
-            if unseen {
-                dropped.push(m.path.clone());
-            }
-            !unseen
-        });
+        modules.retain(|m| keep(&m.path, &m.content, &m.sha256, &shown));
     }
     (e, dropped)
 }

@@ -508,7 +508,7 @@ pub fn views<'c>(candidates: &'c [Candidate], segments: &[Segment]) -> Vec<&'c s
 }
 
 /// The trim a CLI written in JavaScript makes (`String.prototype.trim` also drops U+FEFF).
-fn js_trim(s: &str) -> &str {
+pub(crate) fn js_trim(s: &str) -> &str {
     s.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}')
 }
 
