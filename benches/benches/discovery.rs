@@ -1,13 +1,15 @@
-//! Full discovery (list, bounded read, frontmatter, hash, one compiled glob set) beside the floor
-//! (walk, read and SHA-256 every rule file) on one thread and on the reference's thread count,
-//! at 1k, 10k and 100k modules; and `for_paths` with 1,
+//! Full discovery (list, bounded read, frontmatter, hash, one compiled glob set) beside two floors
+//! at 1k, 10k and 100k modules: the I/O floor (walk, read and SHA-256 every rule file) on one
+//! thread and on the reference's thread count, and the loader floor (the same, plus each
+//! frontmatter parsed with serde_yaml and each module's globs built with globset) on the
+//! reference's thread count; and `for_paths` with 1,
 //! 100 and 10,000 touched paths on the 10k tree, beside the same floor.
 
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
-use benches::{floor, floor_threaded, generate, reference_threads};
+use benches::{floor, floor_threaded, generate, loader_floor, reference_threads};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use reference::{Config, HostSource, RelPath, Source};
 
@@ -24,7 +26,12 @@ fn discovery(c: &mut Criterion) {
         group.bench_function(format!("floor_threads_{threads}"), |b| {
             b.iter(|| floor_threaded(&tree.root, threads).expect("floor"))
         });
-        group.bench_function("reference", |b| b.iter(|| reference::modules(&source, &config)));
+        group.bench_function(format!("loader_floor_threads_{threads}"), |b| {
+            b.iter(|| loader_floor(&tree.root, threads).expect("loader floor"))
+        });
+        // The modules found are dropped outside the timing: a session keeps them, and freeing
+        // them is no part of finding them (the floors keep nothing).
+        group.bench_function("reference", |b| b.iter_with_large_drop(|| reference::modules(&source, &config)));
         group.finish();
         // Bytes per second follow from the files per second: criterion takes one throughput per
         // group, and the tree's size is printed here for the conversion.

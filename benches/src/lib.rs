@@ -76,17 +76,37 @@ pub fn reference_threads() -> usize {
 /// level of folders listed and then every file read on up to `threads` threads in contiguous
 /// shares, as the reference shares its own work, std only. Answers (files, bytes).
 pub fn floor_threaded(root: &Path, threads: usize) -> io::Result<(usize, u64)> {
-    fn shares<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
-        if threads < 2 || items.len() < 2 {
-            return vec![f(items)];
+    let files = listed(root, threads)?;
+    let mut bytes = 0;
+    for read in shares(&files, threads, |part| -> io::Result<u64> {
+        let mut bytes = 0;
+        for f in part {
+            let data = fs::read(f)?;
+            std::hint::black_box(Sha256::digest(&data));
+            bytes += data.len() as u64;
         }
-        let chunk = items.len().div_ceil(threads);
-        let f = &f;
-        std::thread::scope(|s| {
-            let handles: Vec<_> = items.chunks(chunk).map(|part| s.spawn(move || f(part))).collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
-        })
+        Ok(bytes)
+    }) {
+        bytes += read?;
     }
+    Ok((files.len(), bytes))
+}
+
+/// `f` over `items` in up to `threads` contiguous shares, one thread each, the answers in order.
+fn shares<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&[T]) -> R + Sync) -> Vec<R> {
+    if threads < 2 || items.len() < 2 {
+        return vec![f(items)];
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items.chunks(chunk).map(|part| s.spawn(move || f(part))).collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    })
+}
+
+/// Every file below `.elowen/rules`, each level of folders listed on up to `threads` threads.
+fn listed(root: &Path, threads: usize) -> io::Result<Vec<PathBuf>> {
     let mut level = vec![root.join(".elowen/rules")];
     let mut files = Vec::new();
     while !level.is_empty() {
@@ -112,19 +132,43 @@ pub fn floor_threaded(root: &Path, threads: usize) -> io::Result<(usize, u64)> {
         }
         level = next;
     }
-    let mut bytes = 0;
-    for read in shares(&files, threads, |part| -> io::Result<u64> {
-        let mut bytes = 0;
+    Ok(files)
+}
+
+/// The second floor: all the work a straightforward loader does, on `threads` threads shared as
+/// [`floor_threaded`] shares them: the same walk, read and SHA-256 of every rule file, and then,
+/// for each, its frontmatter cut at the `---` lines and parsed with serde_yaml, and its `paths:`
+/// built with globset into one set per module. Where the reference is slower than this, it is
+/// slower than the loader it exists to judge. Answers (files, globs built).
+pub fn loader_floor(root: &Path, threads: usize) -> io::Result<(usize, usize)> {
+    let files = listed(root, threads)?;
+    let mut globs = 0;
+    for built in shares(&files, threads, |part| -> io::Result<usize> {
+        let mut globs = 0;
         for f in part {
             let data = fs::read(f)?;
             std::hint::black_box(Sha256::digest(&data));
-            bytes += data.len() as u64;
+            let text = String::from_utf8_lossy(&data);
+            let Some(rest) = text.strip_prefix("---\n") else { continue };
+            let Some((yaml, _body)) = rest.split_once("\n---\n") else { continue };
+            let value: serde_yaml::Value =
+                serde_yaml::from_str(yaml).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            let mut set = globset::GlobSetBuilder::new();
+            for glob in value.get("paths").and_then(|p| p.as_sequence()).into_iter().flatten() {
+                let glob = globset::GlobBuilder::new(glob.as_str().unwrap_or_default())
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                set.add(glob);
+                globs += 1;
+            }
+            std::hint::black_box(set.build().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?);
         }
-        Ok(bytes)
+        Ok(globs)
     }) {
-        bytes += read?;
+        globs += built?;
     }
-    Ok((files.len(), bytes))
+    Ok((files.len(), globs))
 }
 
 /// A tree of nested instruction files and no rules: 10 × 10 × 100 folders three deep (10,110
@@ -167,4 +211,25 @@ pub fn nested_tree() -> io::Result<NestedTree> {
     fs::write(root.join("AGENTS.md"), "# Project\n")?;
     let nested = ["pkg3", "pkg3/mod7", "pkg3/mod7/part42"].iter().map(|f| root.join(f).join("AGENTS.md")).collect();
     Ok(NestedTree { _dir: dir, root, folders, touched: "pkg3/mod7/part42/file.ts".into(), nested })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The floors do the work they are named for: every module file read, and the loader floor
+    /// builds every conditional module's globs (a floor that skipped work would flatter the
+    /// reference).
+    #[test]
+    fn the_floors_read_every_module_and_the_loader_floor_builds_every_glob() -> io::Result<()> {
+        let tree = generate(60, 3)?;
+        let globs: usize = tree.patterns.iter().map(Vec::len).sum();
+        assert!(globs > 30, "half the modules are conditional, with 1 to 3 globs each");
+        assert_eq!(floor(&tree.root)?, (60, tree.bytes));
+        for threads in [1, 2, 3] {
+            assert_eq!(floor_threaded(&tree.root, threads)?, (60, tree.bytes));
+            assert_eq!(loader_floor(&tree.root, threads)?, (60, globs));
+        }
+        Ok(())
+    }
 }
