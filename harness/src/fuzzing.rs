@@ -12,9 +12,16 @@ use reference::glob::RulesBuilder;
 use reference::{Code, Platform, RelPath};
 
 /// Frontmatter: never panics; parsing is deterministic; an accepted module's body is a suffix of
-/// the text, and each of its globs validates on its own.
+/// the text, and each of its globs validates on its own; and the YAML layer's shortcut for plain
+/// `paths:` lists answers as the parser does (`yaml::parse` against `yaml::parse_full`), on the
+/// text and on the block between its first two `---` lines.
 pub fn frontmatter(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
+    let block =
+        text.strip_prefix("---\n").and_then(|rest| rest.split_once("\n---").map(|(yaml, _)| format!("{yaml}\n")));
+    for yaml in std::iter::once(text).chain(block.as_deref()) {
+        assert_eq!(reference::yaml::parse(yaml), reference::yaml::parse_full(yaml), "the shortcut differs on {yaml:?}");
+    }
     let first = frontmatter::parse(text);
     let again = frontmatter::parse(text);
     assert_eq!(first, again, "parsing is not deterministic");

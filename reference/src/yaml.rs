@@ -614,11 +614,57 @@ impl<'a> Scanner<'a> {
 /// Parses one YAML document into a [`Value`]. A document nested deeper than [`MAX_DEPTH`] is
 /// refused before it is parsed.
 pub fn parse(src: &str) -> Result<Value, Error> {
+    if let Some(value) = simple_paths(src) {
+        return Ok(value);
+    }
+    parse_full(src)
+}
+
+/// [`parse`] without its shortcut for the plainest frontmatter: every text through the depth
+/// check and the parser. The differential property (`harness::fuzzing::frontmatter`, run by
+/// `cargo test` over the fuzz corpus and by the fuzz target) holds [`parse`] equal to this.
+pub fn parse_full(src: &str) -> Result<Value, Error> {
     if let Some(line) = too_deep(src) {
         return Err(too_deep_error(line));
     }
     let v: serde_yaml::Value = serde_yaml::from_str(src).map_err(convert_error)?;
     Ok(convert(v))
+}
+
+/// The shortcut of [`parse`] for the frontmatter nearly every rule module has, a `paths:` key and
+/// a block list of double-quoted globs, which answers without starting the parser (whose set-up
+/// alone costs more than such a document's whole parse; issue 25's discovery target). It takes
+/// only a document whose meaning no YAML reading could dispute, and leaves every other to the
+/// parser:
+///
+/// ```text
+/// paths:
+///   - "src/**/*.ts"
+///   - "tests/**"
+/// ```
+///
+/// The first line is exactly `paths:`; then one or more items, each on its own line, all with the
+/// same indentation of spaces, a `- ` and a double-quoted scalar of printable ASCII without `"`
+/// or `\` (so it has no escapes, and its text is what it holds), and nothing after the closing
+/// quote; every line ends with a line feed but perhaps the last; no blank line, tab, comment or
+/// carriage return anywhere. Such a document is the mapping `{paths: [items...]}`.
+fn simple_paths(src: &str) -> Option<Value> {
+    let rest = src.strip_prefix("paths:\n")?;
+    let rest = rest.strip_suffix('\n').unwrap_or(rest);
+    let mut indent = None;
+    let mut items = Vec::new();
+    for line in rest.split('\n') {
+        let text = line.trim_start_matches(' ');
+        if *indent.get_or_insert(line.len() - text.len()) != line.len() - text.len() {
+            return None;
+        }
+        let item = text.strip_prefix("- \"")?.strip_suffix('"')?;
+        if !item.bytes().all(|b| (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\') {
+            return None;
+        }
+        items.push(Value::String(item.to_string()));
+    }
+    Some(Value::Map(vec![(Value::String("paths".into()), Value::Seq(items))]))
 }
 
 /// Deserialises one YAML document into `T`, with the error located by line and column. A document
@@ -768,5 +814,59 @@ mod tests {
     fn errors_carry_a_line() {
         let e = parse("a: 1\nb: [\n").unwrap_err();
         assert!(e.line.is_some(), "{e:?}");
+    }
+
+    /// The shortcut takes the plain documents it is for, and answers for them what the parser
+    /// answers.
+    #[rstest]
+    #[case("paths:\n  - \"src/**/*.ts\"\n")]
+    #[case("paths:\n  - \"a\"\n  - \"b/*.md\"")]
+    #[case("paths:\n- \"x: #y\"\n")]
+    #[case("paths:\n    - \"\"\n")]
+    fn the_shortcut_takes_plain_paths_lists_and_answers_as_the_parser(#[case] src: &str) {
+        let value = simple_paths(src);
+        assert!(value.is_some(), "the shortcut declined {src:?}");
+        assert_eq!(value.map(Ok), Some(parse_full(src)));
+    }
+
+    /// Every one-character change of a plain document (a character inserted, deleted or
+    /// replaced, from an alphabet of YAML's indicators, blanks, escapes and non-ASCII), and of
+    /// those again: the shortcut either declines it or answers exactly what the parser answers.
+    #[test]
+    fn the_shortcut_declines_or_agrees_on_every_near_miss() {
+        let alphabet = [
+            ' ', '\t', '\n', '\r', '-', '"', '\'', '\\', '#', ':', '*', '&', '!', '|', '>', '[', '{', ',', 'a', 'é',
+            '\u{85}', '\u{feff}', '0',
+        ];
+        let base = "paths:\n  - \"src/*\"\n  - \"b\"\n";
+        let near = |src: &str| -> Vec<String> {
+            let chars: Vec<char> = src.chars().collect();
+            let mut out = Vec::new();
+            for i in 0..=chars.len() {
+                let (head, tail) = chars.split_at(i);
+                for c in alphabet {
+                    out.push(head.iter().chain([c].iter()).chain(tail).collect());
+                    if let Some((_, rest)) = tail.split_first() {
+                        out.push(head.iter().chain([c].iter()).chain(rest).collect());
+                    }
+                }
+                if let Some((_, rest)) = tail.split_first() {
+                    out.push(head.iter().chain(rest).collect());
+                }
+            }
+            out
+        };
+        let (mut taken, mut tried) = (0, 0);
+        let first = near(base);
+        // Second-order changes of every fifth first-order one keep the run short in debug.
+        let second: Vec<String> = first.iter().step_by(5).flat_map(|s| near(s)).step_by(7).collect();
+        for src in first.iter().chain(&second) {
+            tried += 1;
+            if let Some(value) = simple_paths(src) {
+                taken += 1;
+                assert_eq!(Ok(value), parse_full(src), "the shortcut differs from the parser on {src:?}");
+            }
+        }
+        assert!(taken > 50 && taken < tried / 4, "{taken} of {tried} taken: the search tests too little");
     }
 }
