@@ -33,15 +33,30 @@ pub struct Generated {
 pub fn generate(n: usize, seed: u64) -> io::Result<Generated> {
     let dir = tempfile::Builder::new().prefix("bench-tree-").tempdir()?;
     let root = fs::canonicalize(dir.path())?.join("project");
-    let tree = harness::util::generate::tree(n, seed);
-    for (rel, text) in &tree.files {
-        let path = root.join(rel);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        fs::write(&path, text)?;
-    }
-    let harness::util::generate::Tree { modules, bytes, patterns, touched, .. } = tree;
+    // Generated and written on a thread of its own, which allocates from an allocator arena of
+    // its own: once the texts are written and everything the thread made is let go, the arena
+    // is wholly free and handed back to the system, and what is measured next does not carry
+    // the generator's 110 MB (at 100k modules) in its RSS. Generated on this thread, the freed
+    // texts stay resident below the globs and paths kept after them, and the reference's own
+    // threads allocate elsewhere rather than reuse them. The globs and paths are copied here.
+    let tree = std::thread::scope(|s| {
+        s.spawn(|| -> io::Result<harness::util::generate::Tree> {
+            let tree = harness::util::generate::tree(n, seed);
+            for (rel, text) in &tree.files {
+                let path = root.join(rel);
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent)?;
+                }
+                fs::write(&path, text)?;
+            }
+            Ok(tree)
+        })
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the tree generator panicked")))
+    })?;
+    let (patterns, touched) = (tree.patterns.clone(), tree.touched.clone());
+    let (modules, bytes) = (tree.modules, tree.bytes);
+    drop(tree);
     Ok(Generated { _dir: dir, root, modules, bytes, patterns, touched })
 }
 
