@@ -90,7 +90,7 @@ pub fn glob(data: &[u8]) {
     let mut builder = RulesBuilder::new(Platform::Posix);
     builder.add(0, &[pattern.to_string()]).expect("a validated pattern compiles");
     let rules = builder.build();
-    let upper = |s: &str| -> String { s.chars().flat_map(char::to_uppercase).collect() };
+    let upper = |s: &str| Platform::Windows.fold_case(s);
     for line in lines.take(16) {
         let Some(path) = RelPath::parse(line) else { continue };
         let mut hits = Vec::new();
@@ -108,6 +108,86 @@ pub fn glob(data: &[u8]) {
             if oracle_fits && path.as_str().len() <= 64 {
                 assert_eq!(exact, oracle(&p, &q), "pattern {pattern:?} against {path:?} (fold {fold})");
             }
+        }
+    }
+}
+
+/// The literal folders a glob starts with, as the compiled index keys it: its leading segments up
+/// to the first with a wildcard, never its last. The padding of [`glob_set`] shares them.
+fn literal_folders(pattern: &str) -> String {
+    let segs: Vec<&str> = pattern.split('/').collect();
+    let lead = segs.len().saturating_sub(1);
+    segs.iter().take(lead).take_while(|s| !s.contains(['*', '?'])).copied().collect::<Vec<_>>().join("/")
+}
+
+/// How many globs one folder of the compiled index holds at least before they are matched as one
+/// globset (`glob.rs`, `SET_FROM`); the property pads each folder to it.
+const SET_PADDING: usize = 16;
+
+/// One matcher, one answer (issue 26): the lines before the first empty line are globs (up to
+/// 12), the rest touched paths (up to 16). On POSIX and on Windows, every glob's module is
+/// matched four ways: all of them in one index with sixteen more globs in every folder they
+/// start in (a globset per folder), each on its own (tried one by one), by `exact_match`, and by
+/// `OneAtATime` (one globset matcher per module). All four give the same modules for every
+/// path, so how many globs share a folder never changes what a path activates.
+pub fn glob_set(data: &[u8]) {
+    use reference::glob::{exact_match, OneAtATime};
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    let (globs, paths) = text.split_once("\n\n").unwrap_or((text, ""));
+    let patterns: Vec<String> =
+        globs.lines().filter(|p| reference::glob::validate(p).is_ok()).take(12).map(String::from).collect();
+    let paths: Vec<RelPath> = paths.lines().filter_map(RelPath::parse).take(16).collect();
+    if patterns.is_empty() || paths.is_empty() {
+        return;
+    }
+    for platform in [Platform::Posix, Platform::Windows] {
+        let fold = platform == Platform::Windows;
+        let mut padded = RulesBuilder::new(platform);
+        for (i, p) in patterns.iter().enumerate() {
+            padded.add(i, std::slice::from_ref(p)).unwrap();
+        }
+        let mut folders: Vec<String> = patterns.iter().map(|p| literal_folders(p)).collect();
+        folders.sort();
+        folders.dedup();
+        let mut owner = patterns.len();
+        for folder in &folders {
+            for k in 0..SET_PADDING {
+                let pad = if folder.is_empty() { format!("pad-{k}-*") } else { format!("{folder}/pad-{k}-*") };
+                padded.add(owner, &[pad]).unwrap();
+                owner += 1;
+            }
+        }
+        let padded = padded.build();
+        let alone: Vec<_> = patterns
+            .iter()
+            .map(|p| {
+                let mut b = RulesBuilder::new(platform);
+                b.add(0, std::slice::from_ref(p)).unwrap();
+                b.build()
+            })
+            .collect();
+        let modules: Vec<Vec<String>> = patterns.iter().map(|p| vec![p.clone()]).collect();
+        let one_at_a_time = OneAtATime::new(&modules, platform).unwrap();
+        for path in &paths {
+            let mut in_set = Vec::new();
+            padded.matching(path, &mut in_set);
+            in_set.retain(|&o| o < patterns.len());
+            let mut one_by_one = Vec::new();
+            for (i, rules) in alone.iter().enumerate() {
+                let mut hit = Vec::new();
+                rules.matching(path, &mut hit);
+                if !hit.is_empty() {
+                    one_by_one.push(i);
+                }
+            }
+            let exact: Vec<usize> =
+                (0..patterns.len()).filter(|&i| exact_match(&patterns[i], path.as_str(), fold)).collect();
+            let mut separate = Vec::new();
+            one_at_a_time.matching(path, &mut separate);
+            let shown = || format!("{patterns:?} against {path:?} on {platform:?}");
+            assert_eq!(in_set, exact, "the set and exact_match disagree: {}", shown());
+            assert_eq!(one_by_one, exact, "one by one and exact_match disagree: {}", shown());
+            assert_eq!(separate, exact, "OneAtATime and exact_match disagree: {}", shown());
         }
     }
 }
@@ -286,6 +366,112 @@ pub fn session(data: &[u8]) {
     }
     let restarted = run_model(&tree, &ops, true);
     assert_eq!(plain, restarted, "a restart where nothing was queued changed a later observation");
+}
+
+/// The entries a [`modes`] tree is made of: modules at two depths, a rules sub-folder, nested
+/// instruction files, and the folders they sit in.
+const MODES_PATHS: [&str; 10] = [
+    ".elowen/rules/a.md",
+    ".elowen/rules/b.md",
+    ".elowen/rules/sub/c.md",
+    ".elowen/rules/sub",
+    ".elowen/rules/sub/d.md",
+    "src/AGENTS.md",
+    "src/api/AGENTS.md",
+    "src/api",
+    "lib/CLAUDE.md",
+    ".elowen/rules",
+];
+/// What a [`modes`] file holds: globs for either source folder, the first rewritten with one
+/// letter changed and the same size (a write the cache must not take for no change), a
+/// frontmatter that does not parse, a module without frontmatter, and nothing.
+const MODES_TEXTS: [&str; 6] = [
+    "---\npaths: [\"src/**\"]\n---\nrule src\n",
+    "---\npaths: [\"lib/*.ts\"]\n---\nrule lib\n",
+    "---\npaths: [\"src/**\"]\n---\nrule SRC\n",
+    "---\npaths: [unclosed\n---\nbad\n",
+    "always\n",
+    "",
+];
+const MODES_TARGETS: [&str; 4] = ["../src", "missing", "a.md", "."];
+const MODES_TOUCHED: [&str; 4] = ["src/x.ts", "lib/y.ts", "src/api/z.ts", "README.md"];
+
+/// The reference's four modes observe alike (issue 26): on a tree edited between triggers (files
+/// written, rewritten in place at the same size, removed, folders made, links), a session in the
+/// default mode, one on the fallback confinement walk, one with the discovery cache (2 s
+/// granularity: it revalidates whatever changed near a check) and one with the cache aged (10 ms,
+/// every trigger waited out past it, so that the cache trusts what it found unchanged) give the
+/// same startup and, trigger by trigger, the same activations and diagnostics. Each byte pair is
+/// one operation: the first byte's low three bits say which, its others which path (or which
+/// touched file), the second which text or link target. At most 24.
+pub fn modes(data: &[u8]) {
+    use reference::{Confinement, HostSource, Session, Source, ToolResult};
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = crate::util::beneath::Beneath::open(dir.path()).unwrap();
+    sandbox.write("root/AGENTS.md", b"# Root\n").unwrap();
+    sandbox.write("root/.elowen/rules/a.md", MODES_TEXTS[0].as_bytes()).unwrap();
+    let root = dir.path().join("root");
+    let modes: [(&str, Confinement, bool, u64); 4] = [
+        ("default", Confinement::Kernel, false, 2000),
+        ("fallback", Confinement::Fallback, false, 2000),
+        ("cached", Confinement::Kernel, true, 2000),
+        ("aged", Confinement::Kernel, true, 10),
+    ];
+    let key = |d: &[reference::Diagnostic]| {
+        let mut v: Vec<String> = d.iter().map(|d| format!("{} {} {:?}", d.code, d.path, d.line)).collect();
+        v.sort();
+        v
+    };
+    let mut sessions = Vec::new();
+    let mut startups = Vec::new();
+    for (name, confinement, cache, granularity) in modes {
+        let mut config = reference::Config::modules();
+        config.discovery_cache = cache;
+        config.timestamp_granularity = std::time::Duration::from_millis(granularity);
+        let source = HostSource::with_confinement(&root, confinement).unwrap();
+        let (session, startup) = Session::start(config, Source::Host(source), &dir.path().join(name)).unwrap();
+        startups.push(format!("{:?} {:?}", startup.files, key(&startup.diagnostics)));
+        sessions.push((name, session));
+    }
+    for (i, s) in startups.iter().enumerate().skip(1) {
+        assert_eq!(&startups[0], s, "startup differs between default and {}", modes[i].0);
+    }
+    for pair in data.chunks(2).take(24) {
+        let (byte, second) = (pair[0], usize::from(pair.get(1).copied().unwrap_or(0)));
+        let arg = usize::from(byte >> 3);
+        let path = format!("root/{}", MODES_PATHS[arg % MODES_PATHS.len()]);
+        let text = MODES_TEXTS[second % MODES_TEXTS.len()].as_bytes();
+        // An edit that cannot be made (its folder is a file or a link) leaves the tree as it is.
+        let _ = match byte & 7 {
+            0 | 1 => sandbox.write(&path, text),
+            2 => sandbox.overwrite(&path, text),
+            3 => sandbox.delete(&path),
+            4 => sandbox.mkdir_all(&path),
+            5 => sandbox.symlink(&path, MODES_TARGETS[second % MODES_TARGETS.len()]),
+            _ => {
+                // Waited out past the aged mode's granularity, as its corpus mode waits.
+                std::thread::sleep(std::time::Duration::from_millis(15));
+                let touched = root.join(MODES_TOUCHED[arg % MODES_TOUCHED.len()]);
+                let mut seen = Vec::new();
+                for (_, session) in &mut sessions {
+                    session
+                        .observe(&ToolResult { tool: "read".into(), file_access: Some(touched.display().to_string()) });
+                    let out = session.next_request();
+                    seen.push(format!(
+                        "{:?} {:?} {} {:?}",
+                        out.activation,
+                        key(&out.diagnostics),
+                        out.blocked,
+                        out.escaped
+                    ));
+                }
+                for (i, s) in seen.iter().enumerate().skip(1) {
+                    assert_eq!(&seen[0], s, "default and {} observe differently, after {data:?}", sessions[i].0);
+                }
+                Ok(())
+            }
+        };
+    }
 }
 
 /// The names a confinement tree is made of: files and folders where discovery looks, and the

@@ -29,6 +29,16 @@ fn glob_corpus() {
 }
 
 #[test]
+fn glob_set_corpus() {
+    replay("glob_set", harness::fuzzing::glob_set);
+}
+
+#[test]
+fn modes_corpus() {
+    replay("modes", harness::fuzzing::modes);
+}
+
+#[test]
 fn within_corpus() {
     replay("within", harness::fuzzing::within);
 }

@@ -8,7 +8,8 @@
 //! - `*` and `?` never match `/`; `*` matches a leading `.` (dotfiles are not special);
 //! - `**` must be a whole segment; `a**b` is refused rather than guessed at;
 //! - `[`, `]`, `{` and `}` are literal characters, so `app/[id]/page.tsx` matches that file;
-//! - matching is case-sensitive on POSIX and case-insensitive on Windows targets;
+//! - matching is case-sensitive on POSIX and case-insensitive on Windows targets, both pattern
+//!   and path folded by simple upper-casing, one character at a time (D-GLOB-5);
 //! - `?` matches exactly one character (a Unicode scalar value), not one byte (D-GLOB-8).
 //!   globset matches bytes, so the set is compiled with `?` widened to `*`, and a hit of a glob
 //!   that has a `?` is confirmed by [`exact_match`], which walks characters.
@@ -269,11 +270,13 @@ fn segment_matches(p: &[char], name: &str, steps: &mut u64) -> bool {
     })
 }
 
+/// Compiles `pattern` for `platform`. On Windows the pattern is folded here and the path by the
+/// caller, both by [`fold_key`], and the glob itself is case-sensitive: globset's own
+/// case-insensitivity folds differently from the one-by-one matcher (D-GLOB-5, issue 26).
 fn compile(pattern: &str, platform: Platform) -> Result<globset::Glob, (Code, String)> {
-    GlobBuilder::new(&translate(pattern))
+    GlobBuilder::new(&translate(&fold_key(pattern, platform == Platform::Windows)))
         .literal_separator(true)
         .backslash_escape(true)
-        .case_insensitive(platform == Platform::Windows)
         .build()
         .map_err(|e| (Code::GlobInvalid, format!("glob '{pattern}' is not a glob ({})", e.kind())))
 }
@@ -406,7 +409,7 @@ fn set_node(entries: &[(String, Vec<usize>)], platform: Platform) -> Option<Node
 
 fn fold_key(s: &str, fold: bool) -> String {
     if fold {
-        s.chars().flat_map(char::to_uppercase).collect()
+        crate::winpath::fold(s)
     } else {
         s.to_string()
     }
@@ -487,7 +490,7 @@ impl CompiledRules {
                         }
                     }
                     Node::Set { set, owners, confirm } => {
-                        for glob in set.matches(text) {
+                        for glob in set.matches(folded.as_str()) {
                             if let Some(Some(pattern)) = confirm.get(glob) {
                                 if !pattern.run(&folded, &mut 0) {
                                     continue;
@@ -544,10 +547,10 @@ impl OneAtATime {
 
     /// The modules one of whose patterns matches `path`, in ascending order.
     pub fn matching(&self, path: &RelPath, out: &mut Vec<usize>) {
+        let folded = fold_key(path.as_str(), self.fold);
         for (i, globs) in self.modules.iter().enumerate() {
             let hit = |(g, confirm): &(globset::GlobMatcher, Option<Exact>)| {
-                g.is_match(path.as_str())
-                    && confirm.as_ref().is_none_or(|p| p.run(&fold_key(path.as_str(), self.fold), &mut 0))
+                g.is_match(folded.as_str()) && confirm.as_ref().is_none_or(|p| p.run(&folded, &mut 0))
             };
             if globs.iter().any(hit) {
                 out.push(i);
@@ -708,6 +711,12 @@ mod tests {
     #[case("src/**/*.TS", "Src/A/b.ts", true)]
     #[case("src/?", "src/日", true)]
     #[case("src/**", "SRC", false)]
+    #[case("docs/ä.md", "DOCS/Ä.md", true)]
+    #[case("docs/É*", "docs/école", true)]
+    #[case("docs/straße", "docs/STRAßE", true)]
+    #[case("docs/straße", "docs/STRASSE", false)]
+    #[case("docs/ß", "docs/ẞ", false)]
+    #[case("docs/?", "docs/SS", false)]
     fn folded_matching_ignores_case(#[case] pattern: &str, #[case] path: &str, #[case] want: bool) {
         assert_eq!(exact_match(pattern, path, true), want, "{pattern} ~ {path}");
     }

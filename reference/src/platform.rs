@@ -6,6 +6,16 @@ use crate::relpath::{normalise, strip_prefix, Platform, RelPath};
 use crate::winpath;
 
 impl Platform {
+    /// `s` as this platform compares names: unchanged on POSIX; on Windows each character
+    /// upper-cased on its own when its upper case is one character (D-GLOB-5), so `ä` and `Ä`
+    /// compare equal and `ß`, `SS` and `ẞ` do not. Globs, folders and names fold through this.
+    pub fn fold_case(self, s: &str) -> String {
+        match self {
+            Platform::Posix => s.to_string(),
+            Platform::Windows => winpath::fold(s),
+        }
+    }
+
     /// Answers the `/`-form root-relative path of `path`, or `None` when it is not strictly
     /// below `root`. A relative `path` is taken relative to `root`. `.` and `..` are normalised
     /// lexically before containment is decided, so `src/../../x` is outside.

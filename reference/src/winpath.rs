@@ -79,9 +79,24 @@ fn parse_unc(after: &str) -> Parsed<'_> {
     Parsed { prefix: Prefix::Unc(fold(server), fold(share)), rooted: true, segs: parts.collect() }
 }
 
-/// Case folding for comparison: Windows compares names upper-cased.
+/// Case folding for comparison (D-GLOB-5): Windows compares names as NTFS does, each character
+/// upper-cased on its own by its simple mapping, so `ä` is `Ä` and `é` is `É`, but `ß` stays
+/// `ß` (its upper case `SS` is two characters) and so is neither `SS` nor `ẞ`. Every comparison
+/// that folds case (names, globs in sets and one by one, folders) folds through this one function.
 pub(crate) fn fold(s: &str) -> String {
-    s.chars().flat_map(char::to_uppercase).collect()
+    if s.is_ascii() {
+        return s.to_ascii_uppercase();
+    }
+    s.chars().map(simple_upper).collect()
+}
+
+/// `c` upper-cased when its upper case is one character, else `c` itself.
+fn simple_upper(c: char) -> char {
+    let mut upper = c.to_uppercase();
+    match (upper.next(), upper.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
 }
 
 /// `within(root, path)` with Windows rules; see [`crate::Platform::within`].

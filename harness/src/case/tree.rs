@@ -215,8 +215,9 @@ impl FakeHome {
 
 /// The in-memory tree of a windows or managed case, kept by the harness so a restarted adapter
 /// is sent the tree as it is now. It follows the tree's own name rules, so what it sends is what
-/// the live tree holds: on a Windows target names compare case-insensitively (upper-cased, D-WIN-1)
-/// and keep the case they were first written in, and `\` separates as `/` does.
+/// the live tree holds: on a Windows target names compare case-insensitively (upper-cased as
+/// D-GLOB-5 folds, D-WIN-1) and keep the case they were first written in, and `\` separates as
+/// `/` does.
 #[derive(Debug, Clone)]
 pub struct MemModel {
     windows: bool,
@@ -236,7 +237,7 @@ impl MemModel {
 
     fn fold(&self, name: &str) -> String {
         if self.windows {
-            name.chars().flat_map(char::to_uppercase).collect()
+            reference::Platform::Windows.fold_case(name)
         } else {
             name.to_string()
         }
