@@ -24,13 +24,17 @@ fn name(rng: &mut Rng) -> String {
     (0..1 + rng.below(4)).map(|_| pick(rng, LETTERS)).collect()
 }
 
-/// A glob: a folder, then one to three segments of letters, `*`, `?` or `**`.
+/// A glob: a folder (or none), then one to three segments of letters, `*`, `?` or `**`, or
+/// empty (D-GLOB-6: never matches; globset read `**/` as every path).
 fn glob(rng: &mut Rng) -> String {
-    let mut out = String::from(pick(rng, FOLDERS));
-    for _ in 0..1 + rng.below(3) {
-        out.push('/');
-        match rng.below(6) {
+    let mut out = String::from(if rng.below(8) == 0 { "" } else { pick(rng, FOLDERS) });
+    for i in 0..1 + rng.below(3) {
+        if i > 0 || !out.is_empty() {
+            out.push('/');
+        }
+        match rng.below(7) {
             0 => out.push_str("**"),
+            6 => {}
             1 => out.push_str(&format!("*{}", name(rng))),
             2 => out.push_str(&format!("{}?", name(rng))),
             _ => out.push_str(&name(rng)),

@@ -400,11 +400,19 @@ fn set_node(entries: &[(String, Vec<usize>)], platform: Platform) -> Option<Node
         if let Ok(glob) = compile(pattern, platform) {
             builder.add(glob);
             owners.push(owner.clone());
-            confirm.push(pattern.contains('?').then(|| Exact::new(pattern, fold)));
+            confirm.push(needs_confirming(pattern).then(|| Exact::new(pattern, fold)));
         }
     }
     let set = builder.build().ok()?;
     Some(Node::Set { set, owners, confirm })
+}
+
+/// Whether globset may answer `pattern` otherwise than [`exact_match`], so that a hit must be
+/// confirmed: a `?`, which the set widens to `*` (D-GLOB-8), or an empty segment, which never
+/// matches a normalised path (D-GLOB-6) but which globset reads as a folder separator, so that
+/// `**/` alone matched every path (found by the `glob_set` fuzz target, issue 26).
+fn needs_confirming(pattern: &str) -> bool {
+    pattern.contains('?') || pattern.split('/').any(str::is_empty)
 }
 
 fn fold_key(s: &str, fold: bool) -> String {
@@ -445,7 +453,7 @@ enum Node {
     Set {
         set: GlobSet,
         owners: Vec<Vec<usize>>,
-        /// Per glob: the pattern, when it has a `?` and a hit must be confirmed.
+        /// Per glob: the pattern, when a hit must be confirmed ([`needs_confirming`]).
         confirm: Vec<Option<Exact>>,
     },
 }
@@ -537,7 +545,7 @@ impl OneAtATime {
                 pats.iter()
                     .map(|p| {
                         compile(p, platform)
-                            .map(|g| (g.compile_matcher(), p.contains('?').then(|| Exact::new(p, fold))))
+                            .map(|g| (g.compile_matcher(), needs_confirming(p).then(|| Exact::new(p, fold))))
                     })
                     .collect()
             })
