@@ -767,6 +767,78 @@ mod tests {
         assert!(cache.modules(&source, &config).conditional.is_empty());
     }
 
+    /// The racy window, which no scenario can reach: on a filesystem whose change times are
+    /// coarser than the edits (FAT's two seconds, a kernel without fine-grained timestamps), a
+    /// file rewritten in place with the same size within the tick of the check that kept it
+    /// keeps its identity. This machine's kernel gives every change after a `stat` a new change
+    /// time, so the test forges it: after each edit the kept identity is set to the one the edit
+    /// left. An entry changed within the granularity of its check is read or listed again
+    /// whatever its identity; once it has aged past it, an unchanged identity is trusted.
+    #[test]
+    fn an_entry_changed_within_the_granularity_is_checked_again_whatever_its_identity() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join(".elowen/rules");
+        std::fs::create_dir_all(&rules).unwrap();
+        let file = rules.join("g.md");
+        std::fs::write(&file, "v1 always\n").unwrap();
+        let source = Source::Host(HostSource::new(dir.path()).unwrap());
+        let ident = |path: &std::path::Path| Ident::of(&rustix::fs::lstat(path).unwrap());
+        let bodies = |m: &Modules| m.unconditional.iter().map(|m| m.content.to_string()).collect::<Vec<_>>();
+        let forge = |cache: &mut DiscoveryCache| {
+            let root = cache.tree.as_mut().unwrap();
+            root.ident = Some(ident(&rules));
+            for f in &mut root.files {
+                f.ident = Some(ident(&rules.join(&*f.name)));
+            }
+        };
+        // Everything is within an hour of its check: racy, so checked again.
+        let config =
+            Config { discovery_cache: true, timestamp_granularity: Duration::from_secs(3600), ..Config::modules() };
+        let mut cache = DiscoveryCache::new();
+        assert_eq!(bodies(&cache.modules(&source, &config)), vec!["v1 always\n"]);
+        std::fs::write(&file, "v2 always\n").unwrap();
+        forge(&mut cache);
+        assert_eq!(bodies(&cache.modules(&source, &config)), vec!["v2 always\n"], "a racy file was trusted");
+        std::fs::write(rules.join("h.md"), "h always\n").unwrap();
+        forge(&mut cache);
+        assert_eq!(
+            bodies(&cache.modules(&source, &config)),
+            vec!["v2 always\n", "h always\n"],
+            "a racy folder was trusted"
+        );
+        // No granularity and a pause: every entry has aged past its check, so an identity that
+        // did not change is trusted (here, forged, it hides the edit and the new file).
+        let config = Config { timestamp_granularity: Duration::ZERO, ..config };
+        let mut cache = DiscoveryCache::new();
+        let first = bodies(&cache.modules(&source, &config));
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(bodies(&cache.modules(&source, &config)), first, "the check ages its entries");
+        std::fs::write(&file, "v3 always\n").unwrap();
+        std::fs::write(rules.join("i.md"), "i always\n").unwrap();
+        forge(&mut cache);
+        assert_eq!(bodies(&cache.modules(&source, &config)), first, "an aged, unchanged identity was not trusted");
+        // A modification time ahead of the clock (skew, an unpacked archive) is racy however
+        // small the granularity: the file is read again at each check. It is set to the last
+        // nanosecond of the next second, which a change time read as seconds less nanoseconds
+        // would put behind the clock.
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let ahead = UNIX_EPOCH + Duration::new(now.as_secs() + 1, 999_999_999);
+        let write_ahead = |text: &str| {
+            std::fs::write(&file, text).unwrap();
+            let times = std::fs::FileTimes::new().set_modified(ahead);
+            std::fs::File::options().write(true).open(&file).unwrap().set_times(times).unwrap();
+        };
+        write_ahead("v4 always\n");
+        let mut cache = DiscoveryCache::new();
+        assert!(bodies(&cache.modules(&source, &config)).contains(&"v4 always\n".to_string()));
+        write_ahead("v5 always\n");
+        forge(&mut cache);
+        assert!(
+            bodies(&cache.modules(&source, &config)).contains(&"v5 always\n".to_string()),
+            "a file changed ahead of the clock was trusted"
+        );
+    }
+
     fn sha256_of(text: &str) -> String {
         crate::hash::sha256_hex(text.as_bytes())
     }
