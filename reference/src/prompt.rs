@@ -233,7 +233,13 @@ impl Reader {
     }
 
     /// Skips white space and comments: `; ...`, `#| ... |#` (nested) and `#;` datum comments.
+    ///
+    /// A `#;` only counts the datum it comments out; the data are read once the run of
+    /// atmosphere in front of them ends, so a file of nothing but `#;` (131,072 of them in the
+    /// 256 KiB the reader takes) is read in a loop, not by a recursion per `#;`, which overflowed
+    /// the stack (r-prompt-026). `#; #; a b` comments out both `a` and `b`, as in R7RS.
     fn skip_atmosphere(&mut self, depth: usize) -> Option<()> {
+        let mut commented = 0usize;
         loop {
             match self.peek() {
                 Some(c) if c.is_whitespace() => self.pos += 1,
@@ -261,8 +267,13 @@ impl Reader {
                 }
                 Some('#') if self.chars.get(self.pos + 1) == Some(&';') => {
                     self.pos += 2;
-                    self.skip_atmosphere(depth)?;
+                    commented += 1;
+                }
+                // A datum comment with no datum left to comment out: not Scheme.
+                None if commented > 0 => return None,
+                Some(_) if commented > 0 => {
                     self.datum(depth)?;
+                    commented -= 1;
                 }
                 _ => return Some(()),
             }
@@ -374,6 +385,14 @@ mod tests {
     #[case::other_name("(define (project-instructions-section2) \"\")", None)]
     #[case::unbalanced("(define (project-instructions-section) \"\"", None)]
     #[case::too_deep(&format!("{}(define (project-instructions-section) \"\")", "(".repeat(200)), None)]
+    #[case::two_datum_comments(
+        "(define (project-instructions-section) \"a\") #; #; 1 (define (project-instructions-section) \"b\")",
+        Some("a")
+    )]
+    #[case::datum_comment_with_nothing_after("(define (project-instructions-section) \"a\") #;", None)]
+    #[case::datum_comments_chained(&"#;".repeat(131_072), None)]
+    #[case::datum_comments_chained_in_lists(&"(#;".repeat(87_381), None)]
+    #[case::datum_comments_chained_in_quotes(&"'#;".repeat(87_381), None)]
     fn redefinitions(#[case] text: &str, #[case] want: Option<&str>) {
         assert_eq!(redefinition(text).as_deref(), want, "{text}");
     }
