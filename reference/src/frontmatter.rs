@@ -198,8 +198,9 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, Refusal> {
         return Ok(Parsed { kind: Kind::Unconditional, body: text });
     };
     // A block of blank lines or comments only is empty (D-FM-2), whatever the parser thinks of a
-    // tab-only line.
-    if yaml.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+    // tab-only line. Its lines are YAML's: a lone carriage return ends one too, and with it a
+    // comment, so `# note\rpaths: [...]` holds a key and is no comment (D-FM-16).
+    if yaml.split(['\n', '\r']).all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
         return Ok(Parsed { kind: Kind::Unconditional, body });
     }
     let value = yaml::parse(yaml).map_err(|e| {
@@ -298,6 +299,9 @@ mod tests {
     #[case("# t\n---\npaths: [a]\n---\nx", Kind::Unconditional, "# t\n---\npaths: [a]\n---\nx")]
     #[case("---\npaths: &p [a, b]\n---\n", globs(&["a", "b"]), "")]
     #[case("---\npaths: [!!str 1]\n---\n", globs(&["1"]), "")]
+    // A lone carriage return ends a YAML line, and the comment on it (D-FM-16).
+    #[case("---\n# note\rpaths: [\"src/**\"]\n---\nx", globs(&["src/**"]), "x")]
+    #[case("---\n# a\r# b\r\n---\nx", Kind::Unconditional, "x")]
     fn accepted(#[case] text: &str, #[case] kind: Kind, #[case] body: &str) {
         let p = parse(text).unwrap();
         assert_eq!((p.kind, p.body), (kind, body));

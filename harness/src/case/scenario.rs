@@ -225,6 +225,8 @@ struct EntrySpec {
     hex: Option<String>,
     size: Option<u64>,
     fill: Option<String>,
+    head: Option<String>,
+    tail: Option<String>,
     sparse: Option<u64>,
     dir: Option<bool>,
     symlink: Option<String>,
@@ -254,6 +256,9 @@ impl TryFrom<EntrySpec> for TreeValue {
         if e.fill.is_some() && e.size.is_none() {
             return Err("fill goes with size".into());
         }
+        if (e.head.is_some() || e.tail.is_some()) && e.size.is_none() {
+            return Err("head and tail go with size".into());
+        }
         Ok(if let Some(t) = e.text {
             TreeValue::File(t.into_bytes())
         } else if let Some(h) = e.hex {
@@ -263,7 +268,24 @@ impl TryFrom<EntrySpec> for TreeValue {
             if fill.is_empty() {
                 return Err("fill must not be empty".into());
             }
-            TreeValue::Sized { size, fill }
+            if e.head.is_none() && e.tail.is_none() {
+                TreeValue::Sized { size, fill }
+            } else {
+                // A file framed by a head and a tail (a frontmatter around a bomb) is small
+                // enough to be held whole: it is written as the bytes it is.
+                let (head, tail) = (e.head.unwrap_or_default(), e.tail.unwrap_or_default());
+                let whole = size.saturating_add(head.len() as u64).saturating_add(tail.len() as u64);
+                if whole > crate::util::beneath::MAX_DENSE_FILE {
+                    return Err(format!(
+                        "{whole} bytes with head and tail is over the {} MiB cap of a dense file",
+                        crate::util::beneath::MAX_DENSE_FILE >> 20
+                    ));
+                }
+                let mut bytes = head.into_bytes();
+                bytes.extend(fill.bytes().cycle().take(size as usize));
+                bytes.extend(tail.into_bytes());
+                TreeValue::File(bytes)
+            }
         } else if let Some(s) = e.sparse {
             TreeValue::Sparse(s)
         } else if let Some(t) = e.symlink {
@@ -860,5 +882,22 @@ mod tests {
     #[test]
     fn every_facet_belongs_to_an_expectation() {
         assert!(FACETS.iter().all(|f| f.split_once('.').is_some_and(|(e, _)| EXPECTATIONS.contains(&e))));
+    }
+
+    fn entry(yaml: &str) -> Result<TreeValue, String> {
+        reference::yaml::from_str::<TreeValue>(yaml).map_err(|e| e.to_string())
+    }
+
+    /// A head and a tail frame the repeated fill; without them a sized file stays sized.
+    #[test]
+    fn a_sized_file_may_have_a_head_and_a_tail() {
+        assert_eq!(
+            entry("{size: 5, fill: \"[\", head: \"---\\n\", tail: \"\\n---\\n\"}"),
+            Ok(TreeValue::File(b"---\n[[[[[\n---\n".to_vec()))
+        );
+        assert_eq!(entry("{size: 3, fill: ab, tail: \"!\"}"), Ok(TreeValue::File(b"aba!".to_vec())));
+        assert_eq!(entry("{size: 3, fill: ab}"), Ok(TreeValue::Sized { size: 3, fill: "ab".into() }));
+        assert!(entry("{text: x, head: y}").unwrap_err().contains("head and tail go with size"));
+        assert!(entry("{size: 70000000, head: y}").unwrap_err().contains("cap of a dense file"));
     }
 }
