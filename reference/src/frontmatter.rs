@@ -199,7 +199,7 @@ pub fn parse(text: &str) -> Result<Parsed<'_>, Refusal> {
     };
     // A block of blank lines or comments only is empty (D-FM-2), whatever the parser thinks of a
     // tab-only line. Its lines are YAML's: a lone carriage return ends one too, and with it a
-    // comment, so `# note\rpaths: [...]` holds a key and is no comment (D-FM-16).
+    // comment, so `# note\rpaths: [...]` holds a key and is no comment (D-FM-15).
     if yaml.split(['\n', '\r']).all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
         return Ok(Parsed { kind: Kind::Unconditional, body });
     }
@@ -299,7 +299,7 @@ mod tests {
     #[case("# t\n---\npaths: [a]\n---\nx", Kind::Unconditional, "# t\n---\npaths: [a]\n---\nx")]
     #[case("---\npaths: &p [a, b]\n---\n", globs(&["a", "b"]), "")]
     #[case("---\npaths: [!!str 1]\n---\n", globs(&["1"]), "")]
-    // A lone carriage return ends a YAML line, and the comment on it (D-FM-16).
+    // A lone carriage return ends a YAML line, and the comment on it (D-FM-15).
     #[case("---\n# note\rpaths: [\"src/**\"]\n---\nx", globs(&["src/**"]), "x")]
     #[case("---\n# a\r# b\r\n---\nx", Kind::Unconditional, "x")]
     fn accepted(#[case] text: &str, #[case] kind: Kind, #[case] body: &str) {
